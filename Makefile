@@ -1,0 +1,38 @@
+# One entry point per task. Each target creates the environment on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check bench docs clean system-deps
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/meshnav demo
+
+system-deps:
+	bash scripts/system-deps
+
+test: $(STAMP) system-deps
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+docs: $(STAMP)
+	$(BIN)/meshnav docs
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/call_overhead.py
+	$(BIN)/python benchmarks/search_quality.py
+	$(BIN)/python benchmarks/search_scale.py
+
+clean:
+	rm -rf $(VENV) .meshnav-demo .pytest_cache .mypy_cache .ruff_cache

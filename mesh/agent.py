@@ -1,0 +1,179 @@
+"""The node agent: serves this machine's modules, enrols with the navigator, and heartbeats.
+
+It registers its machine and every assignment (pushing each ``tools/list``), receives the key its
+call tokens are signed with, then heartbeats every interval. When the navigator forgets it (an
+answer of 404 or 409) or comes back after an outage, it registers again; registering is
+idempotent on the navigator's side. A module whose tool list changes is pushed again at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import ssl
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import httpx
+import uvicorn
+from fastmcp import Client
+
+from mesh.calltokens import CallTokenVerifier
+from mesh.digests import digest
+from mesh.errors import EnrolmentFailed
+from mesh.modules import ModuleSpec, build_module
+from mesh.server import Assignment, NodeApp
+from mesh.settings import NodeSettings
+
+__all__ = ["NodeAgent", "serve_node"]
+
+logger = logging.getLogger("meshnav.node")
+
+#: Longest wait between two enrolment attempts while the navigator is away.
+MAX_BACKOFF_S = 5.0
+
+
+async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
+    """The assignment's ``tools/list`` as JSON, read through an in-memory client."""
+    async with Client(assignment.server) as client:
+        tools = await client.list_tools()
+    return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
+
+
+class NodeAgent:
+    def __init__(self, settings: NodeSettings, assignments: Sequence[Assignment]) -> None:
+        self.settings = settings
+        self.assignments = list(assignments)
+        self.key: bytes | None = None
+        self.verifier = CallTokenVerifier(settings.name, lambda: self.key)
+        self._pushed: dict[str, str] = {}
+        token = settings.token.get_secret_value() if settings.token else ""
+        verify: ssl.SSLContext | bool | str = settings.navigator_ca or True
+        self.http = httpx.AsyncClient(
+            base_url=settings.navigator_url.rstrip("/") + "/api/v1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(10.0, connect=3.0),
+            verify=verify,
+            trust_env=False,
+        )
+
+    async def _assignment_body(self, assignment: Assignment) -> dict[str, Any]:
+        tools = await tools_list(assignment)
+        self._pushed[assignment.role] = digest(tools)
+        body: dict[str, Any] = {
+            "role": assignment.role,
+            "module": assignment.spec.module,
+            "kind": assignment.kind,
+            "tools": tools,
+        }
+        if assignment.seat:
+            body["seat"] = assignment.seat
+        return body
+
+    async def register(self) -> None:
+        body = {
+            "machine": self.settings.name,
+            "advertise": self.settings.advertise_url,
+            "heartbeatS": max(1, round(self.settings.heartbeat_s)),
+            "assignments": [await self._assignment_body(a) for a in self.assignments],
+        }
+        try:
+            response = await self.http.post("/nodes/register", json=body)
+        except httpx.HTTPError as error:
+            raise EnrolmentFailed("The navigator cannot be reached.") from error
+        if response.status_code != 200:
+            raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
+        answer = response.json()
+        self.key = base64.b64decode(answer["key"])
+        for refused in answer.get("refused", []):
+            logger.warning("navigator refused tool %s: %s", refused["name"], refused["reason"])
+        logger.info("registered %s with %d tools", self.settings.name, len(answer["registered"]))
+
+    async def enrol(self) -> None:
+        """Register, retrying with backoff until the navigator answers; a refusal is final."""
+        delay = 0.2
+        while True:
+            try:
+                await self.register()
+                return
+            except EnrolmentFailed as error:
+                if error.__cause__ is None:
+                    raise
+                logger.info("navigator not reachable yet; retrying in %.1fs", delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF_S)
+
+    async def heartbeat(self) -> None:
+        path = f"/nodes/{self.settings.name}/heartbeat"
+        try:
+            response = await self.http.post(path)
+        except httpx.HTTPError:
+            logger.info("heartbeat failed: navigator not reachable")
+            return
+        if response.status_code in (404, 409):
+            await self.enrol()
+        elif response.status_code != 200:
+            logger.warning("heartbeat refused (%s)", _code(response))
+
+    async def push_changes(self) -> None:
+        """Push an assignment again when its tool list changed."""
+        for assignment in self.assignments:
+            tools = await tools_list(assignment)
+            if digest(tools) == self._pushed.get(assignment.role):
+                continue
+            body = {
+                "advertise": self.settings.advertise_url,
+                "assignment": await self._assignment_body(assignment),
+            }
+            response = await self.http.put(
+                f"/nodes/{self.settings.name}/assignments/{assignment.role}", json=body
+            )
+            if response.status_code != 200:
+                logger.warning("tool list push refused (%s)", _code(response))
+
+    async def run(self) -> None:
+        await self.enrol()
+        while True:
+            await anyio.sleep(self.settings.heartbeat_s)
+            await self.heartbeat()
+            try:
+                await self.push_changes()
+            except httpx.HTTPError:
+                logger.info("tool list push failed: navigator not reachable")
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("error", response.status_code))
+    except ValueError:
+        return str(response.status_code)
+
+
+async def serve_node(
+    settings: NodeSettings, specs: Sequence[ModuleSpec], seats: Sequence[tuple[str, ModuleSpec]] = ()
+) -> None:
+    """Serve the modules and run the agent until cancelled."""
+    assignments = [Assignment(spec, build_module(spec)) for spec in specs]
+    assignments += [Assignment(spec, build_module(spec), seat=seat) for seat, spec in seats]
+    agent = NodeAgent(settings, assignments)
+    app = NodeApp(assignments, agent.verifier)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
+        ssl_certfile=settings.tls_cert,
+        ssl_keyfile=settings.tls_key,
+    )
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.05)
+        try:
+            await agent.run()
+        finally:
+            server.should_exit = True
+            await agent.http.aclose()

@@ -1,0 +1,150 @@
+"""Call tokens: the navigator signs every forwarded call; the node obeys only what it signed (SPEC §6).
+
+A token is ``base64url(claims) "." base64url(HMAC-SHA256(key, base64url(claims)))`` where the key is
+the machine's own, issued at registration. The claims name the principal, the address the agent
+called, the endpoint role and tool on this machine, the arguments' digest, a nonce and an expiry at
+most 30 s ahead. The node checks all of them and remembers nonces until they expire, so a token is
+good for exactly one call of exactly that tool with exactly those arguments.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mesh.digests import arguments_digest
+from mesh.errors import CallTokenRejected
+
+__all__ = [
+    "META_KEY",
+    "MAX_LIFETIME_S",
+    "CallClaims",
+    "CallTokenVerifier",
+    "sign_call_token",
+]
+
+#: Where the token travels: the ``_meta`` of the ``tools/call`` request.
+META_KEY = "meshnav/call-token"
+MAX_LIFETIME_S = 30
+#: Clock skew tolerated between navigator and node.
+SKEW_S = 5
+
+
+@dataclass(frozen=True, slots=True)
+class CallClaims:
+    principal: str
+    address: str
+    machine: str
+    role: str
+    tool: str
+    arguments_digest: str
+    nonce: str
+    expires: float
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def sign_call_token(
+    key: bytes,
+    *,
+    principal: str,
+    address: str,
+    machine: str,
+    role: str,
+    tool: str,
+    arguments: Mapping[str, Any],
+    lifetime_s: float = MAX_LIFETIME_S,
+    now: float | None = None,
+) -> str:
+    claims = {
+        "p": principal,
+        "a": address,
+        "m": machine,
+        "r": role,
+        "t": tool,
+        "d": arguments_digest(arguments),
+        "n": secrets.token_urlsafe(16),
+        "e": (time.time() if now is None else now) + min(lifetime_s, MAX_LIFETIME_S),
+    }
+    body = _b64(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
+    signature = hmac.new(key, body.encode("ascii"), hashlib.sha256).digest()
+    return f"{body}.{_b64(signature)}"
+
+
+class CallTokenVerifier:
+    """Checks tokens for one machine. ``key`` is read on every check: it arrives at registration."""
+
+    def __init__(
+        self, machine: str, key: Callable[[], bytes | None], clock: Callable[[], float] = time.time
+    ) -> None:
+        self.machine = machine
+        self._key = key
+        self._clock = clock
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def verify(
+        self, token: object, *, role: str, tool: str, arguments: Mapping[str, Any]
+    ) -> CallClaims:
+        """Return the claims of a good token for this call; raise ``CallTokenRejected`` otherwise."""
+        key = self._key()
+        if key is None or not isinstance(token, str) or token.count(".") != 1:
+            raise CallTokenRejected()
+        body, _, signature = token.partition(".")
+        expected = hmac.new(key, body.encode("ascii", "replace"), hashlib.sha256).digest()
+        try:
+            good = hmac.compare_digest(expected, _unb64(signature))
+            raw = json.loads(_unb64(body)) if good else None
+        except (binascii.Error, ValueError):
+            raise CallTokenRejected() from None
+        if not isinstance(raw, dict):
+            raise CallTokenRejected()
+        try:
+            claims = CallClaims(
+                principal=str(raw["p"]),
+                address=str(raw["a"]),
+                machine=str(raw["m"]),
+                role=str(raw["r"]),
+                tool=str(raw["t"]),
+                arguments_digest=str(raw["d"]),
+                nonce=str(raw["n"]),
+                expires=float(raw["e"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise CallTokenRejected() from None
+        now = self._clock()
+        if not (now < claims.expires <= now + MAX_LIFETIME_S + SKEW_S):
+            raise CallTokenRejected()
+        if (claims.machine, claims.role, claims.tool) != (self.machine, role, tool):
+            raise CallTokenRejected()
+        try:
+            digest = arguments_digest(arguments)
+        except (TypeError, ValueError):
+            raise CallTokenRejected() from None
+        if not hmac.compare_digest(claims.arguments_digest, digest):
+            raise CallTokenRejected()
+        self._remember(claims.nonce, claims.expires, now)
+        return claims
+
+    def _remember(self, nonce: str, expires: float, now: float) -> None:
+        with self._lock:
+            if nonce in self._seen:
+                raise CallTokenRejected()
+            if len(self._seen) > 1024:
+                self._seen = {n: e for n, e in self._seen.items() if e > now}
+            self._seen[nonce] = expires

@@ -1,0 +1,131 @@
+"""One node, many assignments: each module's MCP server at ``/mcp/ROLE`` on one port.
+
+Every module server carries ``CallTokenMiddleware``: a ``tools/call`` runs only with a call token
+the navigator signed for exactly this machine, role, tool and arguments (SPEC §6). Anything else —
+no token, a forged, expired, replayed or mismatched one — is refused with ``tool_not_granted`` and
+the tool does not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as mt
+from fastmcp import FastMCP
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
+from starlette.applications import Starlette
+
+from mesh.calltokens import META_KEY, CallTokenVerifier
+from mesh.errors import CallTokenRejected
+from mesh.modules import ModuleSpec
+
+__all__ = ["Assignment", "CallTokenMiddleware", "NodeApp"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Assignment:
+    """A module instance this node serves."""
+
+    spec: ModuleSpec
+    server: FastMCP
+    #: The mesh seat this assignment holds, if any (addressed ``mesh/SEAT``).
+    seat: str | None = None
+
+    @property
+    def role(self) -> str:
+        return self.spec.role
+
+    @property
+    def kind(self) -> str:
+        return "node_seat" if self.spec.module == "node" else "assignment"
+
+
+def _refusal(error: CallTokenRejected) -> ToolResult:
+    body = {"error": error.code, "status": error.status, "message": str(error)}
+    return ToolResult(
+        content=[mt.TextContent(type="text", text=json.dumps(body))],
+        structured_content=body,
+        meta={"meshnav/error": error.code},
+        is_error=True,
+    )
+
+
+class CallTokenMiddleware(Middleware):
+    def __init__(self, verifier: CallTokenVerifier, role: str) -> None:
+        self.verifier = verifier
+        self.role = role
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        params = context.message
+        request = context.fastmcp_context.request_context if context.fastmcp_context else None
+        meta = getattr(request, "meta", None) or {}
+        token = meta.get(META_KEY) if isinstance(meta, dict) else None
+        try:
+            self.verifier.verify(
+                token, role=self.role, tool=params.name, arguments=params.arguments or {}
+            )
+        except CallTokenRejected as error:
+            return _refusal(error)
+        return await call_next(context)
+
+
+class NodeApp:
+    """An ASGI app routing ``/mcp/ROLE`` to each assignment's server; other paths are 404."""
+
+    def __init__(
+        self,
+        assignments: list[Assignment],
+        verifier: CallTokenVerifier,
+        extra: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] | None = None,
+    ) -> None:
+        self.assignments = assignments
+        self._apps: dict[str, Starlette] = {}
+        for assignment in assignments:
+            assignment.server.add_middleware(CallTokenMiddleware(verifier, assignment.role))
+            path = f"/mcp/{assignment.role}"
+            self._apps[path] = assignment.server.http_app(path=path)
+        self._extra = extra or {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for app in self._apps.values():
+                await stack.enter_async_context(app.router.lifespan_context(app))
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        path = scope.get("path", "").rstrip("/")
+        app = self._apps.get(path) or self._extra.get(path)
+        if app is None:
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        try:
+            async with self.lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                message = await receive()
+        except BaseException:
+            await send({"type": "lifespan.startup.failed", "message": "startup failed"})
+            raise
+        await send({"type": "lifespan.shutdown.complete"})

@@ -1,0 +1,3 @@
+from meshnav.cli import main
+
+main()

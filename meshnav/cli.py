@@ -1,0 +1,462 @@
+"""``meshnav``: the one command line (SPEC §13)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from meshnav.access import Access
+from meshnav.client import CommandError, admin_request, walker_call
+
+__all__ = ["app"]
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="meshnav",
+    help="Find and call the one tool an agent needs across a mesh of machines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+navigator_app = typer.Typer(help="The navigator: the MCP server agents talk to.", no_args_is_help=True)
+node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
+principal_app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
+grant_app = typer.Typer(help="Who may call what.", no_args_is_help=True)
+app.add_typer(navigator_app, name="navigator")
+app.add_typer(node_app, name="node")
+app.add_typer(principal_app, name="principal")
+app.add_typer(grant_app, name="grant")
+
+console = Console()
+errors = Console(stderr=True)
+
+NavigatorOpt = Annotated[
+    str | None, typer.Option("--navigator", envvar="MESHNAV_NAVIGATOR_URL", help="Navigator URL.")
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="MESHNAV_TOKEN", help="Bearer token.")]
+DatabaseOpt = Annotated[
+    str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+DEFAULT_DATABASE = "sqlite:///./meshnav.db"
+DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
+
+
+def run(work: Awaitable[T]) -> T:
+    """Run a command's work; a ``CommandError`` is one line on stderr and exit status 1."""
+    try:
+        return asyncio.run(work)  # type: ignore[arg-type]
+    except CommandError as error:
+        errors.print(f"meshnav: {error}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def emit(value: Any, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    else:
+        console.print_json(json.dumps(value, ensure_ascii=False))
+
+
+def _need(value: str | None, what: str) -> str:
+    if not value:
+        raise CommandError(f"{what} is missing (flag or environment)")
+    return value
+
+
+# --- serving -------------------------------------------------------------------------------
+
+
+@navigator_app.command("serve")
+def navigator_serve(
+    listen: Annotated[str | None, typer.Option(envvar="MESHNAV_LISTEN")] = None,
+    database: Annotated[str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")] = None,
+    stdio: Annotated[bool, typer.Option("--stdio", help="Serve MCP on stdin/stdout.")] = False,
+) -> None:
+    """Run the navigator (streamable HTTP at /mcp, or stdio)."""
+    from meshnav.serve import serve_navigator
+
+    overrides = {k: v for k, v in {"listen": listen, "database_url": database}.items() if v}
+    run(serve_navigator(overrides, stdio=stdio))
+
+
+@node_app.command("serve")
+def node_serve(
+    name: Annotated[str, typer.Option("--name", envvar="MESHNAV_NAME", help="This machine's name.")],
+    module: Annotated[list[str], typer.Option("--module", help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND")] = [],  # noqa: B006
+    seat: Annotated[list[str], typer.Option("--seat", help="SEAT=SPEC: serve a mesh seat.")] = [],  # noqa: B006
+    navigator: NavigatorOpt = None,
+    listen: Annotated[str, typer.Option(envvar="MESHNAV_NODE_LISTEN")] = "127.0.0.1:7801",
+    advertise: Annotated[str | None, typer.Option(envvar="MESHNAV_ADVERTISE")] = None,
+    token: TokenOpt = None,
+    heartbeat: Annotated[float | None, typer.Option("--heartbeat", envvar="MESHNAV_HEARTBEAT_S")] = None,
+    tls_cert: Annotated[str | None, typer.Option("--tls-cert")] = None,
+    tls_key: Annotated[str | None, typer.Option("--tls-key")] = None,
+) -> None:
+    """Run a node agent serving this machine's modules."""
+    from mesh.agent import serve_node
+    from mesh.modules import parse_module_spec
+    from mesh.settings import NodeSettings
+
+    async def work() -> None:
+        try:
+            specs = [parse_module_spec(text) for text in module]
+            seats = []
+            for text in seat:
+                seat_name, _, spec_text = text.partition("=")
+                seats.append((seat_name, dataclasses.replace(parse_module_spec(spec_text), role=seat_name)))
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        if not specs and not seats:
+            raise CommandError("give at least one --module or --seat")
+        values: dict[str, Any] = {
+            "name": name,
+            "navigator_url": navigator or DEFAULT_NAVIGATOR,
+            "listen": listen,
+            "advertise": advertise,
+            "token": _need(token, "the node's token (--token or MESHNAV_TOKEN)"),
+            "tls_cert": tls_cert,
+            "tls_key": tls_key,
+        }
+        if heartbeat is not None:
+            values["heartbeat_s"] = heartbeat
+        await serve_node(NodeSettings(**values), specs, seats)
+
+    run(work())
+
+
+@app.command("migrate")
+def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE) -> None:
+    """Upgrade the registry to the newest schema; safe to repeat."""
+    from registry import RegistryError, migrate
+
+    try:
+        migrate(database)
+    except RegistryError as error:
+        errors.print(f"meshnav: {error}")
+        raise typer.Exit(1) from None
+    console.print("registry is at the newest schema")
+
+
+@app.command("demo")
+def demo_command(
+    listen: Annotated[str, typer.Option(help="Navigator address; nodes take the next three ports.")] = "127.0.0.1:7700",
+    data: Annotated[Path, typer.Option(help="Where the demo keeps its registry and databases.")] = Path(".meshnav-demo"),
+) -> None:
+    """The whole mesh on one machine: a navigator, three nodes, a mesh seat, a demo principal."""
+    from meshnav.demo import run_demo
+
+    run(run_demo(listen, data))
+
+
+# --- principals and grants -----------------------------------------------------------------
+
+
+def _access(navigator: str | None, token: str | None, database: str) -> Access:
+    return Access(database_url=database, navigator_url=navigator, token=token)
+
+
+@principal_app.command("add")
+def principal_add(
+    name: str,
+    scopes: Annotated[list[str], typer.Option("--scopes", help="Scopes, e.g. mesh:admin mesh:node.")] = [],  # noqa: B006
+    machine: Annotated[str | None, typer.Option(help="Bind a node principal to this machine.")] = None,
+    expires: Annotated[float | None, typer.Option(help="Days until the token expires.")] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a principal; its token is printed once and only its hash is kept."""
+    scopes = [s for text in scopes for s in text.replace(",", " ").split()]
+    made = run(_access(navigator, token, database).add_principal(name, scopes, machine, expires))
+    if as_json:
+        emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
+    else:
+        console.print(f"principal {name} added; its token (shown once):")
+        sys.stdout.write(made["token"] + "\n")
+
+
+@principal_app.command("list")
+def principal_list(
+    navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False
+) -> None:
+    """List principals (never their tokens)."""
+    emit(run(_access(navigator, token, database).list_principals()), as_json)
+
+
+@principal_app.command("rotate")
+def principal_rotate(
+    name: str,
+    expires: Annotated[float | None, typer.Option(help="Days until the new token expires.")] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a principal's token; the old one stops working at once."""
+    made = run(_access(navigator, token, database).rotate_principal(name, expires))
+    if as_json:
+        emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
+    else:
+        sys.stdout.write(made["token"] + "\n")
+
+
+@principal_app.command("revoke")
+def principal_revoke(
+    name: str, navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE
+) -> None:
+    """Revoke a principal: its token stops working."""
+    run(_access(navigator, token, database).revoke_principal(name))
+    console.print(f"principal {name} revoked")
+
+
+def _grant(effect: str, principal: str, target: str, scopes: list[str], navigator: str | None, token: str | None, database: str, as_json: bool) -> None:
+    scopes = [s for text in scopes for s in text.replace(",", " ").split()]
+    row = run(_access(navigator, token, database).grant(effect, principal, target, scopes))
+    if as_json:
+        emit(row, True)
+    else:
+        console.print(f"grant {row['id']}: {effect} {target} for {principal} (revision {row['revision']})")
+
+
+@grant_app.command("allow")
+def grant_allow(
+    principal: str,
+    target: str,
+    scopes: Annotated[list[str], typer.Option("--scopes")] = [],  # noqa: B006
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Allow PRINCIPAL (or *) to call TARGET (an address or pattern such as db1/*/*)."""
+    _grant("allow", principal, target, scopes, navigator, token, database, as_json)
+
+
+@grant_app.command("deny")
+def grant_deny(
+    principal: str,
+    target: str,
+    scopes: Annotated[list[str], typer.Option("--scopes")] = [],  # noqa: B006
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Deny PRINCIPAL (or *) TARGET; an explicit deny stops administrators too."""
+    _grant("deny", principal, target, scopes, navigator, token, database, as_json)
+
+
+@grant_app.command("list")
+def grant_list(
+    navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False
+) -> None:
+    """List grant rows."""
+    rows = run(_access(navigator, token, database).list_grants())
+    if as_json:
+        emit(rows, True)
+        return
+    from meshnav.render import grants_table
+
+    console.print(grants_table(rows))
+
+
+@grant_app.command("revoke")
+def grant_revoke(
+    grant_id: int, navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE
+) -> None:
+    """Remove a grant row."""
+    run(_access(navigator, token, database).revoke_grant(grant_id))
+    console.print(f"grant {grant_id} revoked")
+
+
+@grant_app.command("check")
+def grant_check(
+    principal: str,
+    address: str,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Explain which grant row decides whether PRINCIPAL may call ADDRESS."""
+    verdict = run(_access(navigator, token, database).check(principal, address))
+    if as_json:
+        emit(verdict, True)
+    else:
+        word = "[green]allowed[/]" if verdict["allowed"] else "[red]denied[/]"
+        console.print(f"{verdict['principal']} → {verdict['address']}: {word} — {verdict['reason']}")
+
+
+# --- operators changing the mesh -----------------------------------------------------------
+
+
+@app.command("register")
+def register_command(
+    machine: str,
+    role: str,
+    endpoint: Annotated[str | None, typer.Option(help="URL of a running MCP server (streamable HTTP).")] = None,
+    tools_file: Annotated[Path | None, typer.Option("--tools-file", help="A tools/list result as JSON.")] = None,
+    module: Annotated[str | None, typer.Option(help="Module name (defaults to the role).")] = None,
+    scopes: Annotated[list[str], typer.Option("--scopes", help="Scopes the module declares.")] = [],  # noqa: B006
+    grant_scope_holders: Annotated[bool, typer.Option("--grant-scope-holders")] = False,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register an assignment live: by endpoint (its tools are pulled) or by a tools file."""
+
+    async def work() -> Any:
+        if endpoint is None and tools_file is None:
+            raise CommandError("give --endpoint URL or --tools-file FILE")
+        body: dict[str, Any] = {
+            "machine": machine,
+            "role": role,
+            "module": module or role,
+            "scopes": [s for text in scopes for s in text.replace(",", " ").split()],
+            "grantScopeHolders": grant_scope_holders,
+        }
+        if endpoint:
+            body["endpoint"] = endpoint
+        if tools_file:
+            try:
+                listing = json.loads(tools_file.read_text())
+            except (OSError, ValueError):
+                raise CommandError("the tools file is not readable JSON") from None
+            if not isinstance(listing, dict) or not isinstance(listing.get("tools"), list):
+                raise CommandError('the tools file must hold {"tools": [...]}')
+            body["tools"] = listing["tools"]
+        url = navigator or DEFAULT_NAVIGATOR
+        return await admin_request(url, _need(token, "a token"), "POST", "/assignments", body)
+
+    emit(run(work()), as_json)
+
+
+@app.command("retire")
+def retire_command(
+    address: str, navigator: NavigatorOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Retire a machine (``db1``), an assignment (``db1/postgres``) or a seat (``mesh/backup``)."""
+    url = navigator or DEFAULT_NAVIGATOR
+    body = run(admin_request(url, _need(token, "a token") if token else "", "POST", "/retire", {"address": address}))
+    emit(body, as_json) if as_json else console.print(f"retired {address}")
+
+
+# --- an agent's view -----------------------------------------------------------------------
+
+
+def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: str | None) -> Any:
+    url = navigator or DEFAULT_NAVIGATOR
+    return run(walker_call(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments))
+
+
+@app.command("mesh")
+def mesh_command(
+    address: Annotated[str | None, typer.Argument()] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Draw the mesh (or one machine or assignment) as the caller may see it."""
+    from meshnav.render import mesh_tree
+
+    url = navigator or DEFAULT_NAVIGATOR
+    tree = run(mesh_tree(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), address))
+    if as_json:
+        emit(tree.data, True)
+    else:
+        console.print(tree.renderable)
+
+
+@app.command("search")
+def search_command(
+    query: str,
+    limit: Annotated[int, typer.Option(min=1, max=16)] = 8,
+    within: Annotated[str | None, typer.Option()] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the mesh for tools, as an agent would."""
+    arguments: dict[str, Any] = {"query": query, "limit": limit}
+    if within:
+        arguments["within"] = within
+    found = _walker("search", arguments, navigator, token)
+    if as_json:
+        emit(found, True)
+        return
+    from meshnav.render import search_table
+
+    console.print(search_table(found))
+
+
+@app.command("describe")
+def describe_command(
+    address: str, navigator: NavigatorOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Show one tool's full contract."""
+    contract = _walker("describe", {"address": address}, navigator, token)
+    if as_json:
+        emit(contract, True)
+        return
+    from meshnav.render import contract_view
+
+    console.print(contract_view(contract))
+
+
+@app.command("call")
+def call_command(
+    address: str,
+    args: Annotated[str, typer.Option("--args", help="The tool's arguments as a JSON object.")] = "{}",
+    confirm: Annotated[str | None, typer.Option(help="The token from confirmation_required.")] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Call a tool by its address."""
+    try:
+        parsed = json.loads(args)
+    except ValueError:
+        errors.print("meshnav: --args is not valid JSON")
+        raise typer.Exit(1) from None
+    arguments: dict[str, Any] = {"address": address, "args": parsed}
+    if confirm:
+        arguments["confirm"] = confirm
+    result = _walker("call", arguments, navigator, token)
+    if as_json or not result.get("content"):
+        emit(result, True)
+        return
+    structured = result.get("structuredContent")
+    if structured is not None:
+        emit(structured, False)
+    else:
+        for block in result["content"]:
+            console.print(block.get("text", block), markup=False)
+
+
+@app.command("docs")
+def docs_command(
+    out: Annotated[Path, typer.Option(help="Where to write the reference.")] = Path("docs/reference/walker-tools.md"),
+) -> None:
+    """Write the walker tools' reference from their own definitions."""
+    from meshnav.docs import walker_reference
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(walker_reference())
+    console.print(f"wrote {out}")
+
+
+def main() -> None:  # pragma: no cover - the console script
+    os.environ.setdefault("FASTMCP_SHOW_CLI_BANNER", "false")
+    app()

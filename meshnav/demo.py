@@ -1,0 +1,182 @@
+"""``meshnav demo``: the whole mesh on one machine, with nothing installed beyond the package.
+
+A navigator on an SQLite registry in DIR, three node processes — ``db1`` and ``db2`` each with its
+own SQLite databases holding different data, and ``web1`` — the ``node`` seat on all three, one
+mesh seat (``mesh/notes``, served by web1), and a principal ``demo`` granted what the demo needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import uvicorn
+from rich.console import Console
+
+from meshnav.client import CommandError
+from navigator.app import build_app
+from navigator.catalog import Catalog
+from navigator.auth import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
+from navigator.settings import NavigatorSettings
+from registry import AccessStore, NotFound, Registry, migrate
+
+__all__ = ["run_demo"]
+
+console = Console()
+
+MACHINES = {
+    "db1": ["node", "sqlite:{data}/db1"],
+    "db2": ["node", "sqlite:{data}/db2"],
+    "web1": ["node"],
+}
+SEATS = {"web1": ["notes=sqlite:{data}/web1/notes.db"]}
+DEMO_PRINCIPAL = "demo"
+
+
+def _seed_databases(data: Path) -> None:
+    """Each machine's own data: db1 keeps inventory, db2 keeps customers, web1 the team's notes."""
+    seeds = {
+        data / "db1" / "inventory.db": [
+            "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL, stock INTEGER NOT NULL)",
+            "CREATE TABLE warehouses (id INTEGER PRIMARY KEY, city TEXT NOT NULL)",
+            "INSERT INTO products (name, stock) VALUES ('anvil', 12), ('rope', 140), ('lantern', 31)",
+            "INSERT INTO warehouses (city) VALUES ('Lyon'), ('Porto')",
+        ],
+        data / "db2" / "customers.db": [
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT)",
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total REAL)",
+            "INSERT INTO customers (name, country) VALUES ('Ada', 'UK'), ('Grace', 'US'), ('Linus', 'FI')",
+            "INSERT INTO orders (customer_id, total) VALUES (1, 99.5), (2, 12.0), (2, 40.25)",
+        ],
+        data / "web1" / "notes.db": [
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT)",
+            "INSERT INTO notes (title, body) VALUES ('on-call', 'Page the db team for db1 and db2.')",
+        ],
+    }
+    for path, statements in seeds.items():
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(path) as connection:
+            for statement in statements:
+                connection.execute(statement)
+
+
+def _token_for(store: AccessStore, name: str, scopes: list[str], machine: str | None) -> str:
+    token = mint_token()
+    try:
+        store.principal(name)
+        store.rotate_principal(name, token_hash=hash_token(token))
+    except NotFound:
+        store.add_principal(name, scopes=scopes, token_hash=hash_token(token), machine=machine)
+    return token
+
+
+def _prepare(database_url: str) -> tuple[str, dict[str, str]]:
+    migrate(database_url)
+    registry = Registry(database_url)
+    try:
+        with registry.transaction() as session:
+            store = AccessStore(session)
+            demo = _token_for(store, DEMO_PRINCIPAL, [ADMIN_SCOPE], None)
+            nodes = {m: _token_for(store, f"node-{m}", [NODE_SCOPE], m) for m in MACHINES}
+            if not any(g.principal == DEMO_PRINCIPAL for g in store.grants(DEMO_PRINCIPAL)):
+                store.grant(DEMO_PRINCIPAL, "*/*/*", effect="allow")
+    finally:
+        registry.dispose()
+    return demo, nodes
+
+
+@contextmanager
+def _nodes(data: Path, url: str, host: str, port: int, tokens: dict[str, str]) -> Iterator[list[subprocess.Popen[bytes]]]:
+    processes = []
+    log = (data / "nodes.log").open("ab")
+    try:
+        for offset, (machine, modules) in enumerate(MACHINES.items(), start=1):
+            command = [sys.executable, "-m", "meshnav", "node", "serve", "--name", machine]
+            command += ["--navigator", url, "--listen", f"{host}:{port + offset}"]
+            for module in modules:
+                command += ["--module", module.format(data=data)]
+            for seat in SEATS.get(machine, []):
+                command += ["--seat", seat.format(data=data)]
+            env = {**os.environ, "MESHNAV_TOKEN": tokens[machine]}
+            processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=log))
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        log.close()
+
+
+def _registered(catalog: Catalog, since: datetime) -> set[str]:
+    return {
+        m.name
+        for m in catalog.machines()
+        if m.name in MACHINES and m.last_heartbeat_at is not None and m.last_heartbeat_at >= since
+    }
+
+
+def _snippet(url: str, token: str) -> str:
+    return json.dumps(
+        {"mcpServers": {"meshnav": {"type": "http", "url": f"{url}/mcp", "headers": {"Authorization": f"Bearer {token}"}}}},
+        indent=2,
+    )
+
+
+async def run_demo(listen: str, data: Path) -> None:
+    data = data.resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    host, _, port_text = listen.rpartition(":")
+    port = int(port_text)
+    url = f"http://{listen}"
+    database_url = f"sqlite:///{data / 'registry.db'}"
+    await anyio.to_thread.run_sync(_seed_databases, data)
+    demo_token, node_tokens = await anyio.to_thread.run_sync(_prepare, database_url)
+    token_file = data / "demo.token"
+    token_file.write_text(demo_token + "\n")
+    token_file.chmod(0o600)
+
+    settings = NavigatorSettings(database_url=database_url, listen=listen, navigator_url=url)
+    app = build_app(settings, migrate_first=False)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        with anyio.move_on_after(10):
+            while not server.started:
+                await anyio.sleep(0.05)
+        if not server.started:
+            raise CommandError(f"the navigator could not listen on {listen}")
+        started = datetime.now(UTC)
+        with _nodes(data, url, host, port, node_tokens):
+            catalog = app.state.meshnav.catalog
+            with anyio.move_on_after(30):
+                while len(_registered(catalog, started)) < len(MACHINES):
+                    await anyio.sleep(0.1)
+            answering = _registered(catalog, started)
+            if len(answering) < len(MACHINES):
+                raise CommandError(f"only {sorted(answering)} registered; see {data / 'nodes.log'}")
+            console.print(f"[bold]meshnav demo[/] — {len(MACHINES)} nodes answering\n")
+            console.print(f"MCP URL:      {url}/mcp")
+            console.print(f"console URL:  {url}/")
+            console.print(f"token:        {demo_token}   (also in {token_file})\n")
+            console.print("client configuration:")
+            print(_snippet(url, demo_token), flush=True)
+            console.print(f"\ntry:  MESHNAV_TOKEN=$(cat {token_file}) meshnav mesh --navigator {url}")
+            console.print("Ctrl-C to stop.", style="dim")
+            try:
+                await anyio.sleep_forever()
+            finally:
+                server.should_exit = True

@@ -1,0 +1,125 @@
+"""Terminal views of the mesh, drawn with Rich from the same walker tools an agent uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from meshnav.client import mcp_session
+
+__all__ = ["MeshTree", "contract_view", "grants_table", "mesh_tree", "search_table"]
+
+STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
+
+
+def _status(status: str | None) -> Text:
+    if not status:
+        return Text("")
+    return Text(f"● {status}", style=STATUS_STYLE.get(status, "yellow"))
+
+
+@dataclass(frozen=True, slots=True)
+class MeshTree:
+    data: dict[str, Any]
+    renderable: RenderableType
+
+
+async def _seats(client: Any, address: str | None) -> dict[str, Any]:
+    """Every page of one seats listing."""
+    arguments: dict[str, Any] = {} if address is None else {"address": address}
+    listing: dict[str, Any] | None = None
+    while True:
+        result = await client.call_tool_mcp("seats", arguments)
+        page = result.structured_content or {}
+        if result.is_error:
+            from meshnav.client import CommandError
+
+            raise CommandError(f"{page.get('error')}: {page.get('message')}")
+        if listing is None:
+            listing = page
+        else:
+            listing["entries"] += page["entries"]
+        if "nextCursor" not in page:
+            listing.pop("nextCursor", None)
+            return listing
+        arguments["cursor"] = page["nextCursor"]
+
+
+def _label(entry: dict[str, Any]) -> Text:
+    label = Text(entry["address"], style="bold")
+    label.append(f"  {entry['kind']}", style="cyan")
+    if entry.get("module") and entry["kind"] != "tool":
+        label.append(f"  {entry['module']}", style="magenta")
+    if "tools" in entry:
+        label.append(f"  {entry['tools']} tools", style="blue")
+    if "holderCount" in entry:
+        label.append(f"  on {entry['holderCount']} machines", style="blue")
+    if entry.get("status"):
+        label.append("  ")
+        label.append_text(_status(entry["status"]))
+    if entry.get("summary"):
+        label.append(f"  {entry['summary']}", style="dim")
+    return label
+
+
+async def mesh_tree(url: str, token: str, address: str | None) -> MeshTree:
+    """The mesh (or one prefix of it) two levels deep, as the caller may see it."""
+    async with mcp_session(url, token) as client:
+        top = await _seats(client, address)
+        root = Tree(Text(top["address"] or "mesh", style="bold underline"))
+        for entry in top["entries"]:
+            branch = root.add(_label(entry))
+            if entry["kind"] in ("machine", "seat", "assignment", "node seat") and not entry["address"].startswith("*"):
+                child = await _seats(client, entry["address"])
+                entry["entries"] = child["entries"]
+                for inner in child["entries"]:
+                    branch.add(_label(inner))
+    return MeshTree(data=top, renderable=root)
+
+
+def search_table(found: dict[str, Any]) -> Table:
+    table = Table(title="search results", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("address", style="bold")
+    table.add_column("title")
+    table.add_column("status")
+    table.add_column("summary", style="dim")
+    for rank, result in enumerate(found.get("results", []), start=1):
+        address = result["address"]
+        if "holderCount" in result:
+            address += f"  ({result['holderCount']} holders)"
+        table.add_row(str(rank), address, result["title"], _status(result["status"]), result["summary"])
+    return table
+
+
+def contract_view(contract: dict[str, Any]) -> RenderableType:
+    head = Text(contract["address"], style="bold")
+    head.append("  ")
+    head.append_text(_status(contract.get("status")))
+    head.append(f"\nconfirmation: {contract['confirmation']}   digest: {contract.get('contractDigest', '')[:16]}…")
+    parts: list[RenderableType] = [head, Text(contract.get("description") or "")]
+    schema = Syntax(json.dumps(contract["inputSchema"], indent=2), "json", word_wrap=True)
+    parts.append(Panel(schema, title="inputSchema"))
+    if "outputSchema" in contract:
+        parts.append(Panel(Syntax(json.dumps(contract["outputSchema"], indent=2), "json"), title="outputSchema"))
+    if "annotations" in contract:
+        parts.append(Text("annotations: " + json.dumps(contract["annotations"]), style="dim"))
+    return Panel(Group(*parts), title=contract["title"])
+
+
+def grants_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="grants")
+    for column in ("id", "principal", "effect", "target", "scopes", "revision"):
+        table.add_column(column)
+    for row in rows:
+        effect = Text(row["effect"], style="green" if row["effect"] == "allow" else "red")
+        table.add_row(str(row["id"]), row["principal"], effect, row["target"], " ".join(row["scopes"]), str(row["revision"]))
+    return table

@@ -1,0 +1,80 @@
+"""Walker answers on the wire: structured content plus the same JSON as text, bounded in size.
+
+Every answer of ``seats``, ``search`` and ``describe`` fits in 64 KiB including the JSON-RPC
+envelope (SPEC §3). The text block repeats the JSON as an escaped string, so an entry costs about
+twice its own size; ``fit_entries`` measures that exactly and takes whole entries only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent
+
+from navigator.errors import NavigatorError, error_body
+from navigator.limits import LIMITS
+
+__all__ = ["ERROR_META_KEY", "answer", "error_answer", "fit_entries", "wire_size"]
+
+ERROR_META_KEY = "meshnav/error"
+#: Bytes of the JSON-RPC response around the result (jsonrpc, id, content list, _meta, isError).
+ENVELOPE = 512
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def answer(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> ToolResult:
+    return ToolResult(
+        content=[TextContent(type="text", text=_dumps(structured))],
+        structured_content=structured,
+        meta=meta,
+    )
+
+
+def error_answer(error: NavigatorError) -> ToolResult:
+    body = error_body(error)
+    return ToolResult(
+        content=[TextContent(type="text", text=_dumps(body))],
+        structured_content=body,
+        meta={ERROR_META_KEY: error.code},
+        is_error=True,
+    )
+
+
+def _cost(value: Any) -> int:
+    text = _dumps(value)
+    # once as structured content, once inside the text block as an escaped JSON string
+    return len(text.encode()) + len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
+def wire_size(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
+    return _cost(structured) + (len(_dumps(meta).encode()) if meta else 0) + ENVELOPE
+
+
+def fit_entries(
+    base: dict[str, Any],
+    key: str,
+    entries: Sequence[dict[str, Any]],
+    *,
+    reserve: int = 0,
+    limit: int = LIMITS.answer_bytes,
+) -> int:
+    """How many of ``entries``, from the start, fit under ``base[key]`` within ``limit`` bytes.
+
+    ``reserve`` keeps room for fields added afterwards (a cursor, ``_meta``). Returns 0 when not even
+    the first entry fits; the caller decides whether that is an error.
+    """
+    budget = limit - reserve - wire_size({**base, key: []})
+    taken = 0
+    for entry in entries:
+        cost = _cost(entry) + 2  # a comma, in the structure and in the text
+        if cost > budget:
+            break
+        budget -= cost
+        taken += 1
+    return taken

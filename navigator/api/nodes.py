@@ -1,0 +1,86 @@
+"""Node enrolment and heartbeats (scope ``mesh:node``; a node principal speaks only for its machine)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from pydantic import Field
+from starlette.requests import Request
+
+from navigator.api.base import Body, read_body, require_scope
+from navigator.auth import NODE_SCOPE
+from navigator.registrar import AssignmentSpec
+from navigator.services import services
+
+__all__ = ["heartbeat", "register_node", "update_assignment"]
+
+
+class AssignmentBody(Body):
+    role: str = Field(max_length=63)
+    module: str = Field(max_length=128)
+    kind: Literal["assignment", "node_seat"] = "assignment"
+    seat: str | None = Field(default=None, max_length=63)
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+    tools: list[dict[str, Any]] = Field(max_length=4096)
+
+
+class NodeRegistration(Body):
+    machine: str = Field(max_length=63)
+    advertise: str = Field(max_length=2048, pattern=r"^https?://")
+    heartbeat_s: int = Field(alias="heartbeatS", ge=1, le=3600)
+    assignments: list[AssignmentBody] = Field(max_length=256)
+
+
+def _spec(body: AssignmentBody, advertise: str) -> AssignmentSpec:
+    return AssignmentSpec(
+        role=body.role,
+        module=body.module,
+        tools=body.tools,
+        kind=body.kind,
+        endpoint=f"{advertise.rstrip('/')}/mcp/{body.role}",
+        seat=body.seat,
+        scopes=body.scopes,
+    )
+
+
+async def register_node(request: Request) -> dict[str, Any]:
+    """A node registers its machine and assignments; the answer carries its call-token key."""
+    caller = require_scope(request, NODE_SCOPE)
+    body = await read_body(request, NodeRegistration)
+    key, result = await services(request).registrar.register_node(
+        body.machine,
+        principal=caller.principal,
+        advertise_url=body.advertise,
+        heartbeat_s=body.heartbeat_s,
+        assignments=[_spec(a, body.advertise) for a in body.assignments],
+    )
+    return {
+        "machine": body.machine,
+        "key": base64.b64encode(key).decode("ascii"),
+        "heartbeatS": body.heartbeat_s,
+        **result.as_json(),
+    }
+
+
+class AssignmentUpdate(Body):
+    advertise: str = Field(max_length=2048, pattern=r"^https?://")
+    assignment: AssignmentBody
+
+
+async def update_assignment(request: Request) -> dict[str, Any]:
+    """A node's assignment changed its tool list: re-indexed at once."""
+    caller = require_scope(request, NODE_SCOPE)
+    machine = request.path_params["machine"]
+    body = await read_body(request, AssignmentUpdate)
+    registrar = services(request).registrar
+    await registrar.bind(caller.principal, machine)
+    result = await registrar.put_assignment(machine, _spec(body.assignment, body.advertise))
+    return result.as_json()
+
+
+async def heartbeat(request: Request) -> dict[str, Any]:
+    caller = require_scope(request, NODE_SCOPE)
+    machine = request.path_params["machine"]
+    await services(request).registrar.heartbeat(machine, caller.principal)
+    return {"machine": machine, "status": "answering"}

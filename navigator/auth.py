@@ -1,0 +1,137 @@
+"""Who is calling: bearer tokens of stored principals (hash only), or JWTs when configured.
+
+Authentication is one ASGI middleware in front of every route (``AuthenticationMiddleware``): MCP,
+the admin API, the node API and the console's data all pass through it, because FastMCP's own auth
+does not guard custom routes. It resolves the principal once per HTTP request and puts a
+``Caller`` in the ASGI scope; missing or bad credentials on a guarded path are an HTTP 401 whose
+body is the SPEC §9 JSON. Public paths (health, the console's static shell) carry no credentials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+
+from navigator.errors import NavigatorError, Unauthenticated, error_body, from_registry
+from navigator.grants import Caller
+from registry import AccessStore, Registry, RegistryError
+
+__all__ = [
+    "NODE_SCOPE",
+    "ADMIN_SCOPE",
+    "AuthenticationMiddleware",
+    "Authenticator",
+    "caller_from_scope",
+    "hash_token",
+    "mint_token",
+]
+
+ADMIN_SCOPE = "mesh:admin"
+NODE_SCOPE = "mesh:node"
+TOKEN_PREFIX = "mnv_"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def mint_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Authenticator:
+    """Resolves a bearer token to a ``Caller``; every failure looks the same to the caller."""
+
+    def __init__(self, registry: Registry, jwt: Callable[[str], Caller | None] | None = None) -> None:
+        self.registry = registry
+        self.jwt = jwt
+
+    def authenticate(self, token: str | None) -> Caller:
+        if not token:
+            raise Unauthenticated()
+        if token.startswith(TOKEN_PREFIX):
+            with self.registry.transaction() as session:
+                principal = AccessStore(session).principal_by_token(hash_token(token))
+            if principal is None or not principal.is_active(datetime.now(UTC)):
+                raise Unauthenticated()
+            return Caller(principal=principal.name, scopes=frozenset(principal.scopes))
+        if self.jwt is not None:
+            caller = self.jwt(token)
+            if caller is not None:
+                return caller
+        raise Unauthenticated()
+
+
+def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    for name, value in headers:
+        if name == b"authorization":
+            scheme, _, credential = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and credential.strip():
+                return credential.strip()
+            return None
+    return None
+
+
+def caller_from_scope(scope: Scope) -> Caller:
+    """The caller the middleware resolved; missing context means deny."""
+    caller = scope.get("state", {}).get("meshnav_caller")
+    if not isinstance(caller, Caller):
+        raise Unauthenticated()
+    return caller
+
+
+async def send_error(
+    send: Send, error: NavigatorError, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    body = json.dumps(error_body(error)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": error.status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class AuthenticationMiddleware:
+    """Authenticate every HTTP request except the public paths; 401 with the §9 body otherwise."""
+
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, public: Callable[[str], bool]
+    ) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.public = public
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.public(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        token = bearer(scope.get("headers", []))
+        try:
+            caller = await anyio.to_thread.run_sync(self.authenticator.authenticate, token)
+        except NavigatorError as error:
+            await send_error(send, error, ((b"www-authenticate", b'Bearer realm="meshnav"'),))
+            return
+        except RegistryError as error:
+            await send_error(send, from_registry(error))
+            return
+        scope.setdefault("state", {})["meshnav_caller"] = caller
+        await self.app(scope, receive, send)

@@ -1,0 +1,123 @@
+"""Confirmation of calls that change things (SPEC §3, step 4).
+
+A tool needs confirmation when MCP's annotation defaults say it may change things — it is not
+``readOnlyHint: true`` and not ``destructiveHint: false`` — unless an operator marked it: ``never``,
+``always``, or ``elicit-only`` (it never runs without a person's answer).
+
+Where the client can ask its user (elicitation in its capabilities), the navigator asks: in the
+legacy protocol era by a server-to-client ``elicitation/create`` request; in the sessionless era by
+answering the call with ``input_required`` and a signed request state, which the client sends back
+with the person's answer (SEP-2322). Otherwise the call is answered ``confirmation_required`` with
+a one-time ``confirm`` token bound to the principal, the address and the arguments' digest, valid
+for 120 s, which a second call must carry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mesh.digests import arguments_digest
+from navigator.catalog import CatalogTool
+from navigator.errors import ConfirmationRequired
+from navigator.grants import Caller
+
+__all__ = ["NONE", "REQUIRED", "ELICIT_ONLY", "Confirmations", "Elicitor", "needs_confirmation"]
+
+NONE = "none"
+REQUIRED = "required"
+ELICIT_ONLY = "elicit-only"
+
+
+class Elicitor(Protocol):
+    """Asks the person behind the client; True for yes, False for no."""
+
+    async def ask(self, message: str, binding: str) -> bool: ...
+
+
+def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
+    annotations = annotations or {}
+    return annotations.get("readOnlyHint") is not True and annotations.get("destructiveHint") is not False
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    binding: str
+    expires: float
+
+
+class Confirmations:
+    """One-time confirm tokens, held in memory only (never stored, logged or persisted)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._pending: dict[str, _Pending] = {}
+
+    def policy(self, tool: CatalogTool) -> str:
+        mark = tool.confirmation
+        if mark == "never":
+            return NONE
+        if mark == ELICIT_ONLY:
+            return ELICIT_ONLY
+        if mark == "always" or needs_confirmation(tool.definition.get("annotations")):
+            return REQUIRED
+        return NONE
+
+    @staticmethod
+    def binding(caller: Caller, tool: CatalogTool, arguments: Mapping[str, Any]) -> str:
+        return f"{caller.principal}\n{tool.address}\n{arguments_digest(arguments)}"
+
+    async def settle(
+        self,
+        tool: CatalogTool,
+        caller: Caller,
+        arguments: Mapping[str, Any],
+        *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+    ) -> None:
+        """Return when the call may go ahead; raise ``ConfirmationRequired`` otherwise."""
+        policy = self.policy(tool)
+        if policy == NONE:
+            return
+        binding = self.binding(caller, tool, arguments)
+        if elicitor is not None:
+            message = f"Allow {caller.principal} to run {tool.address}? It may change things."
+            if await elicitor.ask(message, binding):
+                return
+            raise ConfirmationRequired("The person declined this call.")
+        if policy == ELICIT_ONLY:
+            raise ConfirmationRequired(
+                "This tool runs only with a person's answer, and this client cannot ask one."
+            )
+        if confirm is not None and self._redeem(confirm, binding):
+            return
+        raise ConfirmationRequired(extra={"confirm": self._issue(binding)})
+
+    def _issue(self, binding: str) -> str:
+        now = time.monotonic()
+        if len(self._pending) > 4096:
+            self._pending = {t: p for t, p in self._pending.items() if p.expires > now}
+        token = secrets.token_urlsafe(24)
+        self._pending[_hash(token)] = _Pending(binding=binding, expires=now + self.ttl_s)
+        return token
+
+    def _redeem(self, token: str, binding: str) -> bool:
+        if not isinstance(token, str) or len(token) > 128:
+            return False
+        pending = self._pending.get(_hash(token))
+        if pending is None or pending.expires <= time.monotonic():
+            return False
+        if not hmac.compare_digest(pending.binding, binding):
+            return False
+        del self._pending[_hash(token)]
+        return True
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()

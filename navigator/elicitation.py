@@ -1,0 +1,123 @@
+"""Asking the person behind the client, in whichever protocol era the client speaks.
+
+Legacy era (2025-11-25): a server-to-client ``elicitation/create`` request through FastMCP's
+``ctx.elicit``. Sessionless era (2026-07-28): there is no back-channel, so the call answers
+``input_required`` with an elicitation request and a signed, one-time request state bound to the
+principal, the address and the arguments' digest; the client asks its user and sends the call again
+with the answer and the state (SEP-2322). The state's key lives in memory only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from typing import Any
+
+import mcp_types as mt
+from fastmcp.server.context import Context
+from fastmcp.server.elicitation import AcceptedElicitation
+
+from navigator.confirmation import Elicitor
+from navigator.limits import LIMITS
+
+__all__ = ["InputNeeded", "elicitor_for"]
+
+RESPONSE_KEY = "meshnav-confirm"
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"allow": {"type": "boolean", "title": "Allow this call"}},
+    "required": ["allow"],
+}
+
+
+class InputNeeded(Exception):  # noqa: N818 - a control-flow signal, not a failure
+    """The call must go back to the client for a person's answer (sessionless era)."""
+
+    def __init__(self, result: mt.InputRequiredResult) -> None:
+        super().__init__("input required")
+        self.result = result
+
+
+class _StateSigner:
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+        self._used: dict[str, float] = {}
+
+    def sign(self, binding: str) -> str:
+        claims = {"n": secrets.token_urlsafe(12), "e": time.time() + LIMITS.confirm_ttl_s}
+        body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode()
+        return f"{body}.{self._mac(body, binding)}"
+
+    def redeem(self, state: str, binding: str) -> bool:
+        body, _, mac = state.partition(".")
+        if not hmac.compare_digest(self._mac(body, binding), mac):
+            return False
+        try:
+            claims = json.loads(base64.urlsafe_b64decode(body))
+            nonce, expires = str(claims["n"]), float(claims["e"])
+        except (ValueError, KeyError, TypeError):
+            return False
+        now = time.time()
+        if expires <= now or nonce in self._used:
+            return False
+        if len(self._used) > 4096:
+            self._used = {n: e for n, e in self._used.items() if e > now}
+        self._used[nonce] = expires
+        return True
+
+    def _mac(self, body: str, binding: str) -> str:
+        message = f"{body}\n{binding}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+
+_SIGNER = _StateSigner()
+
+
+class _LegacyElicitor:
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    async def ask(self, message: str, binding: str) -> bool:
+        result = await self.context.elicit(message, response_type=bool)
+        return isinstance(result, AcceptedElicitation) and result.data is True
+
+
+class _SessionlessElicitor:
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    async def ask(self, message: str, binding: str) -> bool:
+        responses = self.context.input_responses or {}
+        state = self.context.request_state
+        response = responses.get(RESPONSE_KEY)
+        if state is not None and response is not None and _SIGNER.redeem(state, binding):
+            return (
+                isinstance(response, mt.ElicitResult)
+                and response.action == "accept"
+                and (response.content or {}).get("allow") is True
+            )
+        request = mt.ElicitRequest(
+            params=mt.ElicitRequestFormParams(message=message, requested_schema=_CONFIRM_SCHEMA)
+        )
+        raise InputNeeded(
+            mt.InputRequiredResult(
+                input_requests={RESPONSE_KEY: request}, request_state=_SIGNER.sign(binding)
+            )
+        )
+
+
+def elicitor_for(context: Context) -> Elicitor | None:
+    """An elicitor when the client declared elicitation in its capabilities, else ``None``."""
+    try:
+        capabilities = context.session.client_capabilities
+    except (RuntimeError, AttributeError):
+        return None
+    if capabilities is None or capabilities.elicitation is None:
+        return None
+    if context._is_modern_protocol():
+        return _SessionlessElicitor(context)
+    return _LegacyElicitor(context)

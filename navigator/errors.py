@@ -1,0 +1,177 @@
+"""The navigator's errors, and the one place they become wire answers (SPEC §9).
+
+    NavigatorError                      code, HTTP status, a deliberate message
+    ├── InvalidAddress                  invalid_address              400
+    ├── InvalidArguments                invalid_arguments            400
+    ├── InvalidCursor                   invalid_cursor               400
+    ├── Unauthenticated                 unauthenticated              401
+    ├── ToolNotGranted                  tool_not_granted             403
+    ├── UnknownTool                     unknown_tool                 404
+    ├── ToolGrantsChanged               tool_grants_changed          409
+    ├── ToolSchemaTooLarge              tool_schema_too_large        413
+    ├── ConfirmationRequired            confirmation_required        428
+    ├── NodeAnswerTooLarge              node_answer_too_large        502
+    ├── NodeUnavailable                 node_unavailable             503
+    ├── ToolValidationUnavailable       tool_validation_unavailable  503
+    ├── RegistryUnavailable             registry_unavailable         503
+    ├── NodeTimeout                     node_timeout                 504
+    ├── NotFound                        not_found                    404  (admin API only)
+    └── Conflict                        conflict                     409  (admin API only)
+
+Every message is written here or by the code raising the error, never formatted from a caller's
+arguments, a query, a schema or a storage exception: a client sees only what we chose to say.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import registry
+
+__all__ = [
+    "ConfirmationRequired",
+    "InvalidAddress",
+    "InvalidArguments",
+    "InvalidCursor",
+    "NavigatorError",
+    "NodeAnswerTooLarge",
+    "NodeTimeout",
+    "NodeUnavailable",
+    "RegistryUnavailable",
+    "ToolGrantsChanged",
+    "ToolNotGranted",
+    "ToolSchemaTooLarge",
+    "ToolValidationUnavailable",
+    "Unauthenticated",
+    "UnknownTool",
+    "Conflict",
+    "NotFound",
+    "error_body",
+    "from_registry",
+]
+
+
+class NavigatorError(Exception):
+    """Base of every error the navigator answers with; ``code`` and ``status`` are SPEC §9's."""
+
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+    default_message: ClassVar[str] = "The navigator could not answer."
+
+    def __init__(self, message: str | None = None, *, extra: dict[str, Any] | None = None) -> None:
+        self.message = message or self.default_message
+        #: Extra wire fields that carry no caller input (e.g. a JSON Pointer, a confirm token).
+        self.extra = extra or {}
+        super().__init__(self.message)
+
+
+class InvalidAddress(NavigatorError):
+    code = "invalid_address"
+    status = 400
+    default_message = "The address or pattern does not parse."
+
+
+class InvalidArguments(NavigatorError):
+    code = "invalid_arguments"
+    status = 400
+    default_message = "The arguments are not valid."
+
+
+class InvalidCursor(NavigatorError):
+    code = "invalid_cursor"
+    status = 400
+    default_message = "The cursor is not valid any more; start the listing again."
+
+
+class Unauthenticated(NavigatorError):
+    code = "unauthenticated"
+    status = 401
+    default_message = "Missing or invalid credentials."
+
+
+class ToolNotGranted(NavigatorError):
+    code = "tool_not_granted"
+    status = 403
+    default_message = "No grant allows this."
+
+
+class UnknownTool(NavigatorError):
+    code = "unknown_tool"
+    status = 404
+    default_message = "No such tool."
+
+
+class ToolGrantsChanged(NavigatorError):
+    code = "tool_grants_changed"
+    status = 409
+    default_message = "Grants changed while the page was prepared; ask again."
+
+
+class ToolSchemaTooLarge(NavigatorError):
+    code = "tool_schema_too_large"
+    status = 413
+    default_message = "The tool's schema cannot fit in one answer."
+
+
+class ConfirmationRequired(NavigatorError):
+    code = "confirmation_required"
+    status = 428
+    default_message = "This tool changes things: call again with the confirm token."
+
+
+class NodeAnswerTooLarge(NavigatorError):
+    code = "node_answer_too_large"
+    status = 502
+    default_message = "The node's answer exceeded the size limit."
+
+
+class NodeUnavailable(NavigatorError):
+    code = "node_unavailable"
+    status = 503
+    default_message = "The node that owns this tool is not answering."
+
+
+class ToolValidationUnavailable(NavigatorError):
+    code = "tool_validation_unavailable"
+    status = 503
+    default_message = "The tool's schema cannot be checked, so it cannot be called."
+
+
+class RegistryUnavailable(NavigatorError):
+    code = "registry_unavailable"
+    status = 503
+    default_message = "The registry cannot be read right now."
+
+
+class NodeTimeout(NavigatorError):
+    code = "node_timeout"
+    status = 504
+    default_message = "The node did not answer within the deadline."
+
+
+def error_body(error: NavigatorError) -> dict[str, Any]:
+    """The SPEC §9 body: ``{"error", "status", "message"}`` plus any deliberate extra fields."""
+    return {"error": error.code, "status": error.status, "message": error.message, **error.extra}
+
+
+class NotFound(NavigatorError):
+    """The admin API's answer for a machine, assignment, seat, principal or grant that is not there."""
+
+    code = "not_found"
+    status = 404
+    default_message = "Not found."
+
+
+class Conflict(NavigatorError):
+    code = "conflict"
+    status = 409
+    default_message = "The change conflicts with what the registry holds."
+
+
+def from_registry(error: registry.RegistryError) -> NavigatorError:
+    """Translate a registry error at the boundary; its message was written by the registry."""
+    if isinstance(error, registry.NotFound):
+        return NotFound(str(error))
+    if isinstance(error, registry.Conflict):
+        return Conflict(str(error))
+    return RegistryUnavailable()

@@ -1,0 +1,128 @@
+"""The one grant evaluator (SPEC §4), used by ``seats``, ``search``, ``describe`` and ``call``.
+
+Rules, in order: no applicable ``allow``, no call; a row naming the exact principal beats a ``*``
+row; among rows of the same principal the most specific target wins (fewest ``*``, then the
+leftmost exact segment); at equal rank ``deny`` wins. A row applies only when the caller holds all
+of its scopes; ``*`` applies a row to every such caller and never grants a scope. ``mesh:admin``
+bypasses nothing.
+
+Sorting the applicable rows by (exact principal first, specificity, deny first) turns all of that
+into "the first row whose target matches decides", which is what ``Permissions.decide`` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from navigator.addresses import Pattern, parse_pattern, parse_tool_address
+from navigator.errors import InvalidAddress, RegistryUnavailable
+from registry import GrantRecord, GrantSnapshot
+
+__all__ = ["Caller", "Decision", "Permissions", "compile_permissions", "explain"]
+
+EFFECTS = ("allow", "deny")
+WILDCARD_PRINCIPAL = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: a principal and the scopes it holds (from its token)."""
+
+    principal: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    #: The row that decided, or ``None`` when no row applies (default deny).
+    row: GrantRecord | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    pattern: Pattern
+    allow: bool
+    row: GrantRecord
+
+
+class Permissions:
+    """A caller's grants compiled from one snapshot: cheap to ask many times within one request."""
+
+    def __init__(self, caller: Caller, snapshot: GrantSnapshot, rules: list[_Rule]) -> None:
+        self.caller = caller
+        self.revision = snapshot.revision
+        self._rules = rules
+        self._any_allow = any(rule.allow for rule in rules)
+        #: Binds cursors to the rows observed (SPEC §3 Cursors): ids and row revisions.
+        self.rows_fingerprint = hashlib.sha256(
+            ",".join(f"{r.row.id}:{r.row.revision}" for r in rules).encode()
+        ).hexdigest()
+
+    def decide(self, holder: str, role: str, tool: str) -> Decision:
+        for rule in self._rules:
+            if rule.pattern.matches(holder, role, tool):
+                return Decision(rule.allow, rule.row)
+        return Decision(False, None)
+
+    def permits(self, address: str) -> bool:
+        if not self._any_allow:
+            return False
+        holder, role, tool = address.split("/", 2)
+        return self.decide(holder, role, tool).allowed
+
+    def may_reach_holder(self, holder: str) -> bool:
+        """Could any tool of ``holder`` be allowed? A cheap pre-check before walking its tools."""
+        return any(rule.allow and rule.pattern.covers_holder(holder) for rule in self._rules)
+
+
+def _sort_key(rule: _Rule, caller: Caller) -> tuple[int, tuple[int, tuple[bool, bool, bool]], int]:
+    exact = rule.row.principal == caller.principal
+    return (0 if exact else 1, _negate(rule.pattern.specificity), 1 if rule.allow else 0)
+
+
+def _negate(
+    specificity: tuple[int, tuple[bool, bool, bool]],
+) -> tuple[int, tuple[bool, bool, bool]]:
+    count, exact = specificity
+    return (-count, (not exact[0], not exact[1], not exact[2]))
+
+
+def compile_permissions(caller: Caller, snapshot: GrantSnapshot | None) -> Permissions:
+    """Compile a snapshot for ``caller``; a missing (too large) or malformed one fails closed."""
+    if snapshot is None:
+        raise RegistryUnavailable("Too many grant rows apply to this principal.")
+    rules: list[_Rule] = []
+    for row in snapshot.rows:
+        if row.effect not in EFFECTS or row.principal not in (caller.principal, WILDCARD_PRINCIPAL):
+            raise RegistryUnavailable("A grant row is malformed.")
+        try:
+            pattern = parse_pattern(row.target)
+        except InvalidAddress:
+            raise RegistryUnavailable("A grant row is malformed.") from None
+        if not set(row.scopes) <= caller.scopes:
+            continue
+        rules.append(_Rule(pattern=pattern, allow=row.effect == "allow", row=row))
+    rules.sort(key=lambda rule: _sort_key(rule, caller))
+    return Permissions(caller, snapshot, rules)
+
+
+def explain(caller: Caller, snapshot: GrantSnapshot | None, address: str) -> dict[str, Any]:
+    """Which row decides ``address`` for ``caller``, and why (``meshnav grant check``)."""
+    parsed = parse_tool_address(address)
+    assert parsed.role is not None and parsed.tool is not None
+    decision = compile_permissions(caller, snapshot).decide(parsed.holder, parsed.role, parsed.tool)
+    row = decision.row
+    return {
+        "principal": caller.principal,
+        "address": str(parsed),
+        "allowed": decision.allowed,
+        "row": None if row is None else row.as_json(),
+        "reason": (
+            "no applicable allow row: denied by default"
+            if row is None
+            else f"row {row.id} ({row.effect} {row.target} for {row.principal}) is the most specific"
+        ),
+    }

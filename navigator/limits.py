@@ -1,0 +1,34 @@
+"""Limits and timeouts, named once (SPEC §3, §5, §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LIMITS", "Limits"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    #: Every answer of seats, search and describe, JSON-RPC envelope included.
+    answer_bytes: int = 64 * 1024
+    #: What ``call`` passes through of a node's answer.
+    node_answer_bytes: int = 4 * 1024 * 1024
+    #: tools/list of the navigator: the four walker tools.
+    walker_listing_bytes: int = 4 * 1024
+    query_chars: int = 500
+    search_limit_default: int = 8
+    search_limit_max: int = 16
+    collapsed_holders: int = 16
+    seats_page: int = 100
+    grant_rows: int = 4096
+    cursor_ttl_s: float = 120.0
+    confirm_ttl_s: float = 120.0
+    #: Time to open a connection to a node before it counts as not answering.
+    node_connect_s: float = 3.0
+    #: Heartbeats a machine may miss before it is "not answering".
+    missed_heartbeats: int = 3
+    #: Room kept for the JSON-RPC envelope and ``_meta`` around a tool's structured content.
+    envelope_bytes: int = 1024
+
+
+LIMITS = Limits()

@@ -1,0 +1,236 @@
+"""Changing the catalogue: registrations from nodes and operators, retirements, seat placements.
+
+One path for every change: check names against the address grammar (refusing bad tool names one by
+one, keeping the rest), compute contract digests, write the registry in one transaction, then bring
+this navigator's catalogue up to date and tell the others (``on_change``), and drop node clients
+that a re-registration made stale.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+
+from mesh.digests import contract_digest
+from navigator.addresses import is_machine_name, is_name, is_tool_name
+from navigator.catalog import Catalog
+from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
+from navigator.nodes import NodeConnections
+from registry import AccessStore, CatalogStore, Conflict, NewTool, Registry
+
+__all__ = ["AssignmentSpec", "Registrar", "RegistrationResult"]
+
+logger = logging.getLogger("meshnav.navigator.registrar")
+
+MAX_TOOLS_PER_ASSIGNMENT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentSpec:
+    role: str
+    module: str
+    tools: Sequence[Mapping[str, Any]]
+    kind: str = "assignment"
+    endpoint: str | None = None
+    seat: str | None = None
+    scopes: Sequence[str] = ()
+
+
+@dataclass(slots=True)
+class RegistrationResult:
+    registered: list[str] = field(default_factory=list)
+    refused: list[dict[str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"registered": self.registered, "refused": self.refused}
+
+
+def _check_names(machine: str, spec: AssignmentSpec) -> None:
+    if not is_machine_name(machine):
+        raise InvalidAddress("The machine name is not valid.")
+    if not is_name(spec.role) or (spec.seat is not None and not is_name(spec.seat)):
+        raise InvalidAddress("The role or seat name is not valid.")
+    if spec.kind not in ("assignment", "node_seat"):
+        raise InvalidArguments("kind must be assignment or node_seat.")
+    if len(spec.tools) > MAX_TOOLS_PER_ASSIGNMENT:
+        raise InvalidArguments("Too many tools in one assignment.")
+
+
+def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) -> list[NewTool]:
+    tools: list[NewTool] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(spec.tools):
+        name = tool.get("name") if isinstance(tool, Mapping) else None
+        if not isinstance(name, str) or not is_tool_name(name):
+            label = name if isinstance(name, str) and name.isprintable() and len(name) <= 128 else f"#{index}"
+            result.refused.append({"name": label, "reason": "name outside the address grammar"})
+            continue
+        if name in seen:
+            result.refused.append({"name": name, "reason": "duplicate name"})
+            continue
+        if not isinstance(tool.get("inputSchema", {}), dict):
+            result.refused.append({"name": name, "reason": "inputSchema is not an object"})
+            continue
+        seen.add(name)
+        definition = {k: v for k, v in tool.items() if k != "_meta"}
+        tools.append(NewTool(name=name, definition=definition, contract_digest=contract_digest(definition)))
+        result.registered.append(f"{prefix}/{name}")
+    return tools
+
+
+class Registrar:
+    def __init__(
+        self,
+        registry: Registry,
+        catalog: Catalog,
+        connections: NodeConnections,
+        on_change: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self.connections = connections
+        self.on_change = on_change
+
+    async def _changed(self, machine: str) -> None:
+        """Bring this navigator up to date now; others follow the change log (and NOTIFY)."""
+        await self.catalog.catch_up()
+        if self.on_change is not None:
+            await self.on_change(machine)
+
+    async def register_node(
+        self,
+        machine: str,
+        *,
+        principal: str,
+        advertise_url: str,
+        heartbeat_s: int,
+        assignments: Sequence[AssignmentSpec],
+    ) -> tuple[bytes, RegistrationResult]:
+        """A node (re)registers: idempotent; assignments it no longer serves are retired."""
+        result = RegistrationResult()
+        prepared = []
+        for spec in assignments:
+            _check_names(machine, spec)
+            holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
+            prepared.append((spec, _new_tools(spec, result, holder)))
+
+        def write() -> bytes:
+            with self.registry.transaction() as session:
+                _bind(AccessStore(session), principal, machine)
+                store = CatalogStore(session)
+                key = store.register_node(machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s)
+                served = set()
+                for spec, tools in prepared:
+                    served.add(spec.role)
+                    store.put_assignment(
+                        machine,
+                        spec.role,
+                        module=spec.module,
+                        tools=tools,
+                        kind=spec.kind,
+                        endpoint=spec.endpoint,
+                        scopes=spec.scopes,
+                        seat=spec.seat,
+                    )
+                for existing in store.assignments(machine=machine):
+                    if existing.role not in served and not existing.retired and _is_node_endpoint(existing.endpoint, advertise_url):
+                        store.retire_assignment(machine, existing.role)
+                return key
+
+        key = await anyio.to_thread.run_sync(write)
+        await self.connections.forget(advertise_url.rstrip("/") + "/")
+        await self._changed(machine)
+        logger.info("node %s registered %d tools", machine, len(result.registered))
+        return key, result
+
+    async def put_assignment(
+        self, machine: str, spec: AssignmentSpec, *, grant_scope_holders: bool = False
+    ) -> RegistrationResult:
+        """Register one assignment (an operator, or a node whose tool list changed)."""
+        _check_names(machine, spec)
+        result = RegistrationResult()
+        holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
+        tools = _new_tools(spec, result, holder)
+
+        def write() -> None:
+            with self.registry.transaction() as session:
+                CatalogStore(session).put_assignment(
+                    machine,
+                    spec.role,
+                    module=spec.module,
+                    tools=tools,
+                    kind=spec.kind,
+                    endpoint=spec.endpoint,
+                    scopes=spec.scopes,
+                    seat=spec.seat,
+                )
+                if grant_scope_holders and spec.scopes:
+                    AccessStore(session).grant("*", f"{holder}/*", effect="allow", scopes=spec.scopes)
+
+        await anyio.to_thread.run_sync(write)
+        if spec.endpoint:
+            await self.connections.forget(spec.endpoint)
+        await self._changed(machine)
+        return result
+
+    async def bind(self, principal: str, machine: str) -> None:
+        """Hold a node principal to its one machine (bound at its first registration)."""
+
+        def write() -> None:
+            with self.registry.transaction() as session:
+                _bind(AccessStore(session), principal, machine)
+
+        await anyio.to_thread.run_sync(write)
+
+    async def heartbeat(self, machine: str, principal: str) -> None:
+        def write() -> Any:
+            with self.registry.transaction() as session:
+                _bind(AccessStore(session), principal, machine)
+                return CatalogStore(session).heartbeat(machine)
+
+        at = await anyio.to_thread.run_sync(write)
+        self.catalog.note_heartbeat(machine, at)
+
+    async def retire(self, machine: str, role: str | None) -> None:
+        def write() -> None:
+            with self.registry.transaction() as session:
+                store = CatalogStore(session)
+                if role is None:
+                    store.retire_machine(machine)
+                else:
+                    store.retire_assignment(machine, role)
+
+        await anyio.to_thread.run_sync(write)
+        await self._changed(machine)
+
+    async def place_seat(self, seat: str, machine: str, role: str) -> None:
+        if not is_name(seat):
+            raise InvalidAddress("The seat name is not valid.")
+
+        def write() -> list[str]:
+            with self.registry.transaction() as session:
+                store = CatalogStore(session)
+                before = store.seats().get(seat)
+                store.place_seat(seat, machine, role)
+                return [before[0]] if before else []
+
+        previous = await anyio.to_thread.run_sync(write)
+        for name in {*previous, machine}:
+            await self._changed(name)
+
+
+def _is_node_endpoint(endpoint: str | None, advertise_url: str) -> bool:
+    return endpoint is not None and endpoint.startswith(advertise_url.rstrip("/") + "/")
+
+
+
+
+def _bind(store: AccessStore, principal: str, machine: str) -> None:
+    try:
+        store.bind_machine(principal, machine)
+    except Conflict:
+        raise ToolNotGranted("This node principal speaks for another machine.") from None

@@ -1,0 +1,296 @@
+"""What the walker tools do, apart from MCP: seats, search, describe and call for one caller.
+
+Every operation reads the caller's grants from the registry first (one indexed query) and compiles
+them once for the request; nothing is answered from a grant cache. ``call`` follows SPEC §3's order
+exactly: the tool exists, the grants allow it now, the arguments satisfy the tool's own schema,
+confirmation when the tool changes things, then the owning node under a deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from mcp_types import CallToolResult
+
+from mesh.calltokens import sign_call_token
+from mesh.digests import digest
+from navigator.addresses import parse_address, parse_pattern, parse_tool_address
+from navigator.answers import fit_entries, wire_size
+from navigator.catalog import Catalog, CatalogTool
+from navigator.confirmation import Confirmations, Elicitor
+from navigator.cursors import CursorPosition, CursorSigner
+from navigator.errors import (
+    InvalidAddress,
+    InvalidArguments,
+    NodeUnavailable,
+    ToolGrantsChanged,
+    ToolNotGranted,
+    ToolSchemaTooLarge,
+)
+from navigator.grants import Caller, Permissions, compile_permissions
+from navigator.limits import LIMITS
+from navigator.nodes import NodeConnections, ProgressSink
+from navigator.search import Hit
+from navigator.validation import CompiledSchema, compile_schema
+from navigator.walk import walk
+from registry import AccessStore, CatalogStore, Registry
+
+__all__ = ["Navigator"]
+
+logger = logging.getLogger("meshnav.navigator")
+
+#: Room for ``nextCursor`` and ``_meta`` in a paged answer.
+CURSOR_RESERVE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _SchemaVerdict:
+    compiled: CompiledSchema | None
+    error: Exception | None
+
+
+class Navigator:
+    def __init__(
+        self,
+        registry: Registry,
+        catalog: Catalog,
+        connections: NodeConnections,
+        *,
+        deadline_s: float,
+        cursor_ttl_s: float = LIMITS.cursor_ttl_s,
+    ) -> None:
+        self.registry = registry
+        self.catalog = catalog
+        self.connections = connections
+        self.deadline_s = deadline_s
+        self.cursors = CursorSigner(cursor_ttl_s)
+        self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
+        self._schemas: dict[str, _SchemaVerdict] = {}
+
+    # --- grants ----------------------------------------------------------------------------
+
+    def _read_permissions(self, caller: Caller) -> Permissions:
+        with self.registry.transaction() as session:
+            snapshot = AccessStore(session).snapshot(caller.principal, limit=LIMITS.grant_rows)
+        return compile_permissions(caller, snapshot)
+
+    async def permissions(self, caller: Caller) -> Permissions:
+        return await anyio.to_thread.run_sync(self._read_permissions, caller)
+
+    async def _grant_revision(self) -> int:
+        def read() -> int:
+            with self.registry.transaction() as session:
+                return CatalogStore(session).revision("grants")
+
+        return await anyio.to_thread.run_sync(read)
+
+    # --- paging ----------------------------------------------------------------------------
+
+    def _binding(self, kind: str, permissions: Permissions, **request: Any) -> dict[str, Any]:
+        caller = permissions.caller
+        return {
+            "kind": kind,
+            "principal": caller.principal,
+            "scopes": sorted(caller.scopes),
+            "request": digest(request),
+            "catalog": self.catalog.revision,
+            "grants": permissions.revision,
+            "rows": permissions.rows_fingerprint,
+        }
+
+    def _position(self, cursor: str | None, binding: dict[str, Any]) -> CursorPosition:
+        return self.cursors.start() if cursor is None else self.cursors.open(cursor, binding)
+
+    async def _settled(self, permissions: Permissions) -> None:
+        """Refuse a page whose grants moved while it was prepared (``tool_grants_changed``)."""
+        if await self._grant_revision() != permissions.revision:
+            raise ToolGrantsChanged()
+
+    # --- seats -----------------------------------------------------------------------------
+
+    async def seats(self, caller: Caller, address: str | None, cursor: str | None) -> dict[str, Any]:
+        parsed = None if address is None else parse_address(address)
+        if parsed is not None and parsed.is_tool:
+            raise InvalidAddress("seats walks prefixes; describe a tool by its address.")
+        permissions = await self.permissions(caller)
+        binding = self._binding("seats", permissions, address=address)
+        position = self._position(cursor, binding)
+        listing = walk(self.catalog, permissions, parsed)
+        entries = listing.pop("entries")[position.offset :]
+        taken = fit_entries(listing, "entries", entries, reserve=CURSOR_RESERVE)
+        taken = min(taken, LIMITS.seats_page)
+        result = {**listing, "entries": entries[:taken]}
+        if taken < len(entries):
+            if taken == 0:
+                raise ToolSchemaTooLarge("One entry cannot fit in an answer.")
+            next_position = CursorPosition(position.offset + taken, position.started)
+            result["nextCursor"] = self.cursors.issue(binding, next_position)
+        await self._settled(permissions)
+        return result
+
+    # --- search ----------------------------------------------------------------------------
+
+    async def search(
+        self,
+        caller: Caller,
+        query: str,
+        *,
+        limit: int,
+        within: str | None,
+        schemas: bool,
+        cursor: str | None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Ranked results and the answer's ``_meta``."""
+        pattern = None if within is None else parse_pattern(within)
+        permissions = await self.permissions(caller)
+        binding = self._binding(
+            "search", permissions, query=query, limit=limit, within=within, schemas=schemas
+        )
+        position = self._position(cursor, binding)
+        page = self.catalog.index.search(
+            query,
+            permits=permissions.permits,
+            within=None if pattern is None else pattern.matches_address,
+            offset=position.offset,
+            limit=limit,
+        )
+        results = [self._result(hit, schemas) for hit in page.hits]
+        taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)
+        if taken == 0 and results:
+            raise ToolSchemaTooLarge()
+        answer: dict[str, Any] = {"results": results[:taken]}
+        if taken < len(results) or page.has_more:
+            next_position = CursorPosition(position.offset + taken, position.started)
+            answer["nextCursor"] = self.cursors.issue(binding, next_position)
+        meta = {
+            "contract_digest": digest(
+                [[r["address"], r["contractDigest"]] for r in answer["results"]]
+            )
+        }
+        await self._settled(permissions)
+        return answer, meta
+
+    def _result(self, hit: Hit, schemas: bool) -> dict[str, Any]:
+        tool = self.catalog.tool(hit.document.address)
+        result: dict[str, Any] = {
+            "address": hit.address,
+            "title": tool.title,
+            "summary": tool.summary,
+            "status": self.catalog.status(tool),
+            "contractDigest": tool.contract_digest,
+        }
+        if hit.holders:
+            result["holders"] = list(hit.holders)
+            result["holderCount"] = hit.holder_count
+            statuses = {self.catalog.machine_status(h) for h in hit.holders}
+            result["status"] = "answering" if "answering" in statuses else "not answering"
+        if schemas:
+            result["inputSchema"] = tool.input_schema
+        return result
+
+    # --- describe --------------------------------------------------------------------------
+
+    async def describe(self, caller: Caller, address: str) -> dict[str, Any]:
+        tool = self.catalog.tool(str(parse_tool_address(address)))
+        permissions = await self.permissions(caller)
+        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
+            raise ToolNotGranted()
+        definition = tool.definition
+        contract: dict[str, Any] = {
+            "address": tool.address,
+            "title": tool.title,
+            "description": tool.description,
+            "inputSchema": tool.input_schema,
+        }
+        for key in ("outputSchema", "annotations"):
+            if definition.get(key) is not None:
+                contract[key] = definition[key]
+        contract["confirmation"] = self.confirmations.policy(tool)
+        contract["status"] = self.catalog.status(tool)
+        contract["contractDigest"] = tool.contract_digest
+        if wire_size(contract) > LIMITS.answer_bytes:
+            raise ToolSchemaTooLarge()
+        return contract
+
+    # --- call ------------------------------------------------------------------------------
+
+    def _schema(self, tool: CatalogTool) -> CompiledSchema:
+        verdict = self._schemas.get(tool.contract_digest)
+        if verdict is None:
+            try:
+                verdict = _SchemaVerdict(compile_schema(tool.input_schema), None)
+            except Exception as error:  # ToolValidationUnavailable, kept to answer again
+                verdict = _SchemaVerdict(None, error)
+            if len(self._schemas) > 65536:
+                self._schemas.clear()
+            self._schemas[tool.contract_digest] = verdict
+        if verdict.compiled is None:
+            assert verdict.error is not None
+            raise verdict.error
+        return verdict.compiled
+
+    async def call(
+        self,
+        caller: Caller,
+        address: str,
+        arguments: Any,
+        *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+        progress: ProgressSink | None,
+    ) -> CallToolResult:
+        started = time.perf_counter()
+        tool = self.catalog.tool(str(parse_tool_address(address)))  # 1. exists, not retired
+        permissions = await self.permissions(caller)  # 2. grants, read now
+        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
+            raise ToolNotGranted()
+        if not isinstance(arguments, Mapping):  # 3. the tool's own schema
+            raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
+        arguments = dict(arguments)
+        self._schema(tool).validate(arguments)
+        await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
+            tool, caller, arguments, confirm=confirm, elicitor=elicitor
+        )
+        if tool.endpoint is None:  # 5. the owning node
+            raise NodeUnavailable()
+        key = self.catalog.node_keys.get(tool.machine)
+        token: Callable[[], str]
+        if key is None:
+            # Not one of ours (an MCP server registered by URL): it cannot check tokens.
+            def token() -> str:
+                return ""
+        else:
+            node_key = key
+
+            def token() -> str:
+                return sign_call_token(
+                    node_key,
+                    principal=caller.principal,
+                    address=tool.address,
+                    machine=tool.machine,
+                    role=tool.endpoint_role,
+                    tool=tool.name,
+                    arguments=arguments,
+                )
+
+        result = await self.connections.call(
+            tool.endpoint,
+            tool.name,
+            arguments,
+            token=token,
+            deadline_s=self.deadline_s,
+            progress=progress,
+        )
+        logger.info(
+            "call %s by %s in %.1f ms",
+            tool.address,
+            caller.principal,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+

@@ -1,0 +1,36 @@
+"""The navigator's settings: read once at start from ``MESHNAV_*``; an explicit argument wins."""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["NavigatorSettings"]
+
+
+class NavigatorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MESHNAV_", extra="ignore")
+
+    database_url: str = "sqlite:///./meshnav.db"
+    listen: str = "127.0.0.1:7700"
+    #: Where nodes and the CLI reach the navigator (also what the demo prints).
+    navigator_url: str | None = None
+    #: The CLI's and the stdio navigator's credential.
+    token: SecretStr | None = None
+    call_deadline_s: float = 30.0
+    heartbeat_s: float = 5.0
+    #: How long a search cursor lives from the first page (tests shorten it).
+    cursor_ttl_s: float = 120.0
+    #: JWT verification instead of (or beside) stored tokens.
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_jwks_uri: str | None = None
+    jwt_public_key: str | None = None
+
+    @property
+    def host(self) -> str:
+        return self.listen.rsplit(":", 1)[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rsplit(":", 1)[1])

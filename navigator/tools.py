@@ -1,0 +1,281 @@
+"""The four walker tools — the only tools the navigator advertises (SPEC §3).
+
+Each is a ``Tool`` subclass with a hand-written schema that advertises only arguments that work;
+arguments are checked with the navigator's own bounded validator (FastMCP validates nothing for
+hand-written schemas, and its own errors would echo the input). Errors become SPEC §9 answers in
+one place, ``navigator.answers.error_answer``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from navigator.answers import answer, error_answer
+from navigator.caller import current_caller
+from navigator.elicitation import InputNeeded, elicitor_for
+from navigator.errors import NavigatorError, from_registry
+from navigator.limits import LIMITS
+from navigator.service import Navigator
+from navigator.validation import compile_schema
+from registry import RegistryError
+
+__all__ = ["WALKER_TOOLS", "walker_tools"]
+
+_ADDRESS = {"type": "string", "minLength": 1, "maxLength": 256}
+_CURSOR = {"type": "string", "minLength": 1, "maxLength": 512, "description": "nextCursor of the previous page."}
+
+_ENTRY = {
+    "type": "object",
+    "properties": {
+        "address": {"type": "string"},
+        "kind": {"type": "string"},
+        "status": {"type": "string"},
+        "module": {"type": "string"},
+        "tools": {"type": "integer"},
+        "holderCount": {"type": "integer"},
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+    },
+    "required": ["address", "kind"],
+}
+
+_RESULT = {
+    "type": "object",
+    "properties": {
+        "address": {"type": "string"},
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+        "status": {"type": "string"},
+        "contractDigest": {"type": "string"},
+        "holders": {"type": "array", "items": {"type": "string"}},
+        "holderCount": {"type": "integer"},
+        "inputSchema": {"type": "object"},
+    },
+    "required": ["address", "title", "summary", "status"],
+}
+
+
+class WalkerTool(Tool):
+    """Checks the arguments against the tool's own schema, then runs ``answer``."""
+
+    navigator: Annotated[Any, Field(exclude=True)] = None
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            compile_schema(self.parameters).validate(arguments)
+            return await self.answer(arguments)
+        except NavigatorError as error:
+            return error_answer(error)
+        except RegistryError as error:
+            return error_answer(from_registry(error))
+
+    async def answer(self, arguments: dict[str, Any]) -> ToolResult:
+        """Each walker tool's own work, on arguments its schema accepted."""
+        raise TypeError(f"{type(self).__name__} must define answer()")
+
+
+class SeatsTool(WalkerTool):
+    async def answer(self, arguments: dict[str, Any]) -> ToolResult:
+        listing = await self.navigator.seats(
+            current_caller(), arguments.get("address"), arguments.get("cursor")
+        )
+        return answer(listing)
+
+
+class SearchTool(WalkerTool):
+    async def answer(self, arguments: dict[str, Any]) -> ToolResult:
+        results, meta = await self.navigator.search(
+            current_caller(),
+            arguments["query"],
+            limit=arguments.get("limit", LIMITS.search_limit_default),
+            within=arguments.get("within"),
+            schemas=arguments.get("schemas", False),
+            cursor=arguments.get("cursor"),
+        )
+        return answer(results, meta=meta)
+
+
+class DescribeTool(WalkerTool):
+    async def answer(self, arguments: dict[str, Any]) -> ToolResult:
+        return answer(await self.navigator.describe(current_caller(), arguments["address"]))
+
+
+class CallTool(WalkerTool):
+    async def answer(self, arguments: dict[str, Any]) -> ToolResult:
+        context = get_context()
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            await context.report_progress(value, total, message)
+
+        try:
+            result = await self.navigator.call(
+                current_caller(),
+                arguments["address"],
+                arguments.get("args", {}),
+                confirm=arguments.get("confirm"),
+                elicitor=elicitor_for(context),
+                progress=progress,
+            )
+        except InputNeeded as needed:
+            return InputRequiredToolResult(needed.result)
+        return ToolResult.from_mcp_result(result)
+
+
+def _query_schema() -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": LIMITS.query_chars,
+        "pattern": "^[^\\u0000-\\u001f\\u007f]*$",
+        "description": "Words for what you want done, e.g. 'list postgres databases'.",
+    }
+
+
+WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
+    "seats": (
+        SeatsTool,
+        {
+            "title": "Walk the mesh",
+            "description": (
+                "Walk the mesh one level at a time. No address: the mesh seats, the machines and "
+                "the node seats every machine holds. A machine (e.g. 'db1'): its assignments. An "
+                "assignment ('db1/postgres') or seat ('mesh/backup'): its tools. Only what you may "
+                "call is shown. Then describe a tool, and call it by its full address."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "address": {**_ADDRESS, "description": "A prefix: 'db1', 'db1/postgres', 'mesh'."},
+                    "cursor": _CURSOR,
+                },
+                "additionalProperties": False,
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "address": {"type": ["string", "null"]},
+                    "kind": {"type": "string"},
+                    "status": {"type": "string"},
+                    "module": {"type": "string"},
+                    "entries": {"type": "array", "items": _ENTRY},
+                    "nextCursor": {"type": "string"},
+                },
+                "required": ["address", "kind", "entries"],
+            },
+        },
+    ),
+    "search": (
+        SearchTool,
+        {
+            "title": "Find a tool",
+            "description": (
+                "Find tools anywhere in the mesh by what they do. Returns ranked addresses "
+                "(HOLDER/ROLE/TOOL) with a one-line summary; '*/ROLE/TOOL' stands for the same "
+                "tool on many holders (pick one of 'holders'). Narrow with 'within' ('db1/*/*')."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": _query_schema(),
+                    "limit": {"type": "integer", "minimum": 1, "maximum": LIMITS.search_limit_max, "default": LIMITS.search_limit_default},
+                    "within": {**_ADDRESS, "description": "A pattern: '*/postgres/*', 'db1'."},
+                    "schemas": {"type": "boolean", "default": False, "description": "Include each result's inputSchema."},
+                    "cursor": _CURSOR,
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "results": {"type": "array", "items": _RESULT},
+                    "nextCursor": {"type": "string"},
+                },
+                "required": ["results"],
+            },
+        },
+    ),
+    "describe": (
+        DescribeTool,
+        {
+            "title": "Read a tool's contract",
+            "description": (
+                "The full contract of one tool by its address ('db1/postgres/query'): "
+                "description, inputSchema, outputSchema, annotations, whether a call needs "
+                "confirmation, status and contract digest."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"address": {**_ADDRESS, "description": "HOLDER/ROLE/TOOL."}},
+                "required": ["address"],
+                "additionalProperties": False,
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "address": {"type": "string"},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "inputSchema": {"type": "object"},
+                    "outputSchema": {"type": "object"},
+                    "annotations": {"type": "object"},
+                    "confirmation": {"enum": ["none", "required", "elicit-only"]},
+                    "status": {"type": "string"},
+                    "contractDigest": {"type": "string"},
+                },
+                "required": ["address", "title", "inputSchema", "confirmation", "status"],
+            },
+        },
+    ),
+    "call": (
+        CallTool,
+        {
+            "title": "Call a tool",
+            "description": (
+                "Run one tool by its full address with 'args' as its inputSchema says. Grants are "
+                "checked and the arguments validated first. A tool that changes things may answer "
+                "confirmation_required with a 'confirm' token: call again with it."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "address": {**_ADDRESS, "description": "HOLDER/ROLE/TOOL."},
+                    "args": {"type": "object", "default": {}, "description": "The tool's arguments."},
+                    "confirm": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The token from confirmation_required."},
+                },
+                "required": ["address"],
+                "additionalProperties": False,
+            },
+            "output_schema": {
+                "type": "object",
+                "description": "The owning node's structured content, passed through whole.",
+            },
+        },
+    ),
+}
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+def walker_tools(navigator: Navigator) -> list[WalkerTool]:
+    tools = []
+    for name, (cls, spec) in WALKER_TOOLS.items():
+        annotations = None if name == "call" else _READ_ONLY
+        tools.append(
+            cls(
+                name=name,
+                title=spec["title"],
+                description=spec["description"],
+                parameters=spec["parameters"],
+                output_schema=spec["output_schema"],
+                annotations=annotations,
+                navigator=navigator,
+            )
+        )
+    return tools
+

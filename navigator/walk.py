@@ -1,0 +1,158 @@
+"""``seats``: walking the mesh from the top to one assignment's tools, showing only what the caller
+may call (SPEC §3). Entries are uniform — ``{"address", "kind", ...}`` — so that every level pages
+the same way.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from navigator.addresses import MESH, Address
+from navigator.catalog import RETIRED, Catalog, CatalogTool
+from navigator.errors import UnknownTool
+from navigator.grants import Permissions
+
+__all__ = ["walk"]
+
+NOTHING_HERE = "Nothing you may call is at that address."
+
+
+@dataclass(slots=True)
+class _Holding:
+    """What one assignment offers the caller."""
+
+    machine: str
+    role: str
+    #: How agents address it: the role, or the seat's name for a mesh seat.
+    holder: str
+    address_role: str
+    module: str
+    kind: str
+    status: str
+    tools: list[CatalogTool] = field(default_factory=list)
+
+
+def _holdings(catalog: Catalog, permissions: Permissions) -> list[_Holding]:
+    now = datetime.now(UTC)
+    holdings: dict[tuple[str, str], _Holding] = {}
+    for assignment in catalog.assignments():
+        if assignment.retired or not assignment.tools:
+            continue
+        status = catalog.machine_status(assignment.machine, now)
+        if status == RETIRED or not permissions.may_reach_holder(assignment.holder):
+            continue
+        if assignment.endpoint is None:
+            status = "not answering"
+        holdings[(assignment.machine, assignment.role)] = _Holding(
+            machine=assignment.machine,
+            role=assignment.role,
+            holder=assignment.holder,
+            address_role=assignment.address_role,
+            module=assignment.module,
+            kind="seat" if assignment.seat else assignment.kind.replace("_", " "),
+            status=status,
+        )
+    for tool in catalog.tools():
+        holding = holdings.get((tool.machine, tool.endpoint_role))
+        if holding is not None and permissions.decide(tool.holder, tool.role, tool.name).allowed:
+            holding.tools.append(tool)
+    return [h for h in holdings.values() if h.tools]
+
+
+def walk(catalog: Catalog, permissions: Permissions, address: Address | None) -> dict[str, Any]:
+    """The listing at ``address`` (the whole mesh when ``None``), before paging."""
+    holdings = _holdings(catalog, permissions)
+    if address is None:
+        return {"address": None, "kind": "mesh", "entries": _top(catalog, holdings)}
+    if address.role is None and address.holder == MESH:
+        seats = [_seat_entry(h) for h in holdings if h.kind == "seat"]
+        return {"address": MESH, "kind": "mesh seats", "entries": sorted(seats, key=_by_address)}
+    if address.role is None:
+        mine = [h for h in holdings if h.machine == address.holder and h.kind != "seat"]
+        if not mine:
+            raise UnknownTool(NOTHING_HERE)
+        entries = [
+            {
+                "address": f"{h.machine}/{h.role}",
+                "kind": h.kind,
+                "module": h.module,
+                "status": h.status,
+                "tools": len(h.tools),
+            }
+            for h in mine
+        ]
+        return {
+            "address": address.holder,
+            "kind": "machine",
+            "status": catalog.machine_status(address.holder),
+            "entries": sorted(entries, key=_by_address),
+        }
+    for holding in holdings:
+        if (holding.holder, holding.address_role) == (address.holder, address.role):
+            tools = sorted(holding.tools, key=lambda t: t.address)
+            return {
+                "address": str(address),
+                "kind": holding.kind,
+                "module": holding.module,
+                "status": holding.status,
+                "entries": [
+                    {
+                        "address": t.address,
+                        "kind": "tool",
+                        "title": t.title,
+                        "summary": t.summary,
+                        "status": holding.status,
+                    }
+                    for t in tools
+                ],
+            }
+    raise UnknownTool(NOTHING_HERE)
+
+
+def _by_address(entry: dict[str, Any]) -> str:
+    return str(entry["address"])
+
+
+def _seat_entry(holding: _Holding) -> dict[str, Any]:
+    return {
+        "address": f"{MESH}/{holding.address_role}",
+        "kind": "seat",
+        "module": holding.module,
+        "status": holding.status,
+        "tools": len(holding.tools),
+    }
+
+
+def _top(catalog: Catalog, holdings: list[_Holding]) -> list[dict[str, Any]]:
+    seats = sorted((_seat_entry(h) for h in holdings if h.kind == "seat"), key=_by_address)
+    per_machine: dict[str, int] = defaultdict(int)
+    node_seats: dict[str, list[_Holding]] = defaultdict(list)
+    for holding in holdings:
+        if holding.kind == "seat":
+            continue
+        per_machine[holding.machine] += len(holding.tools)
+        if holding.kind == "node seat":
+            node_seats[holding.role].append(holding)
+    machines = [
+        {
+            "address": name,
+            "kind": "machine",
+            "status": catalog.machine_status(name),
+            "tools": count,
+        }
+        for name, count in sorted(per_machine.items())
+    ]
+    roles = [
+        {
+            "address": f"*/{role}",
+            "kind": "node seat",
+            "module": held[0].module,
+            "holderCount": len(held),
+            "tools": max(len(h.tools) for h in held),
+        }
+        for role, held in sorted(node_seats.items())
+    ]
+    return seats + machines + roles

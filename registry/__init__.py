@@ -1,0 +1,32 @@
+"""The control plane's store: machines, seats, assignments, tools, principals, grants, revisions."""
+
+from __future__ import annotations
+
+from registry.access import AccessStore, GrantRecord, GrantSnapshot, PrincipalRecord
+from registry.catalog import (
+    AssignmentRecord,
+    CatalogStore,
+    MachineRecord,
+    NewTool,
+    ToolRecord,
+)
+from registry.database import Registry, migrate
+from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable
+
+__all__ = [
+    "AccessStore",
+    "AssignmentRecord",
+    "CatalogStore",
+    "Conflict",
+    "GrantRecord",
+    "GrantSnapshot",
+    "MachineRecord",
+    "NewTool",
+    "NotFound",
+    "PrincipalRecord",
+    "Registry",
+    "RegistryError",
+    "RegistryUnavailable",
+    "ToolRecord",
+    "migrate",
+]

@@ -1,0 +1,218 @@
+"""The access store: principals (token hashes only) and grants. It never commits.
+
+A grant change and the registry's grant revision move together in the caller's transaction, so a
+reader that sees the new revision sees the new rows too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, literal_column, or_, select
+from sqlalchemy.orm import Session
+
+from registry.catalog import CatalogStore
+from registry.errors import Conflict, NotFound
+from registry.models import Grant, Principal, Revision, utcnow
+
+__all__ = ["AccessStore", "GrantRecord", "GrantSnapshot", "PrincipalRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrincipalRecord:
+    name: str
+    scopes: tuple[str, ...]
+    machine: str | None
+    expires_at: datetime | None
+    revoked: bool
+    created_at: datetime
+
+    def is_active(self, now: datetime) -> bool:
+        return not self.revoked and (self.expires_at is None or self.expires_at > now)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scopes": list(self.scopes),
+            "machine": self.machine,
+            "expiresAt": self.expires_at.isoformat() if self.expires_at else None,
+            "revoked": self.revoked,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRecord:
+    id: int
+    principal: str
+    target: str
+    scopes: tuple[str, ...]
+    effect: str
+    revision: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "principal": self.principal,
+            "target": self.target,
+            "scopes": list(self.scopes),
+            "effect": self.effect,
+            "revision": self.revision,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GrantSnapshot:
+    """The rows that may apply to one principal, read together with the grant revision."""
+
+    revision: int
+    rows: tuple[GrantRecord, ...]
+
+
+def _principal_record(row: Principal) -> PrincipalRecord:
+    return PrincipalRecord(
+        name=row.name,
+        scopes=tuple(row.scopes),
+        machine=row.machine,
+        expires_at=row.expires_at,
+        revoked=row.revoked_at is not None,
+        created_at=row.created_at,
+    )
+
+
+def _grant_record(row: Grant) -> GrantRecord:
+    return GrantRecord(
+        id=row.id,
+        principal=row.principal,
+        target=row.target,
+        scopes=tuple(row.scopes),
+        effect=row.effect,
+        revision=row.revision,
+    )
+
+
+class AccessStore:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    # --- principals ------------------------------------------------------------------------
+
+    def _principal(self, name: str) -> Principal:
+        row = self.session.execute(
+            select(Principal).where(Principal.name == name)
+        ).scalar_one_or_none()
+        if row is None:
+            raise NotFound("No such principal.")
+        return row
+
+    def add_principal(
+        self,
+        name: str,
+        *,
+        scopes: Iterable[str],
+        token_hash: str,
+        machine: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> PrincipalRecord:
+        if self.session.execute(select(Principal.id).where(Principal.name == name)).first():
+            raise Conflict("A principal with that name exists.")
+        row = Principal(
+            name=name,
+            scopes=sorted(set(scopes)),
+            token_hash=token_hash,
+            machine=machine,
+            expires_at=expires_at,
+        )
+        self.session.add(row)
+        self.session.flush()
+        return _principal_record(row)
+
+    def principal(self, name: str) -> PrincipalRecord:
+        return _principal_record(self._principal(name))
+
+    def principal_by_token(self, token_hash: str) -> PrincipalRecord | None:
+        row = self.session.execute(
+            select(Principal).where(Principal.token_hash == token_hash)
+        ).scalar_one_or_none()
+        return None if row is None else _principal_record(row)
+
+    def principals(self) -> list[PrincipalRecord]:
+        rows = self.session.execute(select(Principal).order_by(Principal.name)).scalars()
+        return [_principal_record(r) for r in rows]
+
+    def rotate_principal(
+        self, name: str, *, token_hash: str, expires_at: datetime | None = None
+    ) -> PrincipalRecord:
+        row = self._principal(name)
+        row.token_hash = token_hash
+        row.expires_at = expires_at
+        row.revoked_at = None
+        return _principal_record(row)
+
+    def revoke_principal(self, name: str) -> None:
+        row = self._principal(name)
+        row.revoked_at = utcnow()
+        row.token_hash = None
+
+    def bind_machine(self, name: str, machine: str) -> None:
+        """Bind a node principal to the machine it first registers; later machines conflict."""
+        row = self._principal(name)
+        if row.machine is None:
+            row.machine = machine
+        elif row.machine != machine:
+            raise Conflict("This node principal is bound to another machine.")
+
+    # --- grants ----------------------------------------------------------------------------
+
+    def grant(
+        self, principal: str, target: str, *, effect: str, scopes: Iterable[str] = ()
+    ) -> GrantRecord:
+        """Add a row, or change the effect and scopes of the row with the same principal and
+        target; either way the row's revision and the registry's grant revision move together."""
+        revision = CatalogStore(self.session).bump("grants")
+        row = self.session.execute(
+            select(Grant).where(Grant.principal == principal, Grant.target == target)
+        ).scalar_one_or_none()
+        if row is None:
+            row = Grant(principal=principal, target=target)
+            self.session.add(row)
+        row.effect = effect
+        row.scopes = sorted(set(scopes))
+        row.revision = revision
+        self.session.flush()
+        return _grant_record(row)
+
+    def revoke_grant(self, grant_id: int) -> None:
+        deleted = self.session.execute(delete(Grant).where(Grant.id == grant_id)).rowcount
+        if not deleted:
+            raise NotFound("No such grant.")
+        CatalogStore(self.session).bump("grants")
+
+    def grants(self, principal: str | None = None) -> list[GrantRecord]:
+        query = select(Grant).order_by(Grant.id)
+        if principal is not None:
+            query = query.where(Grant.principal == principal)
+        return [_grant_record(r) for r in self.session.execute(query).scalars()]
+
+    def snapshot(self, principal: str, *, limit: int) -> GrantSnapshot | None:
+        """The rows naming ``principal`` or ``*`` and the grant revision, in one indexed query.
+
+        Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
+        """
+        revision = select(Revision.value).where(Revision.name == "grants").scalar_subquery()
+        rows = self.session.execute(
+            select(Grant, revision.label("grant_revision"))
+            .where(or_(Grant.principal == principal, Grant.principal == literal_column("'*'")))
+            .order_by(Grant.id)
+            .limit(limit + 1)
+        ).all()
+        if len(rows) > limit:
+            return None
+        if not rows:
+            current = self.session.execute(select(revision)).scalar_one()
+            return GrantSnapshot(revision=int(current), rows=())
+        return GrantSnapshot(
+            revision=int(rows[0][1]), rows=tuple(_grant_record(r[0]) for r in rows)
+        )

@@ -1,0 +1,386 @@
+"""The catalogue store: machines, assignments, seats, tools and node keys. It never commits."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session, selectinload
+
+from registry.errors import Conflict, NotFound
+from registry.models import (
+    Assignment,
+    CatalogChange,
+    Machine,
+    NodeKey,
+    Revision,
+    Seat,
+    Tool,
+    utcnow,
+)
+
+__all__ = ["AssignmentRecord", "CatalogStore", "MachineRecord", "NewTool", "ToolRecord"]
+
+NODE_KEY_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class NewTool:
+    """A tool as a module's ``tools/list`` gave it, with the contract digest computed by the caller."""
+
+    name: str
+    definition: dict[str, Any]
+    contract_digest: str
+    confirmation: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class MachineRecord:
+    name: str
+    advertise_url: str | None
+    heartbeat_s: int
+    last_heartbeat_at: datetime | None
+    retired_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    name: str
+    definition: dict[str, Any]
+    contract_digest: str
+    confirmation: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentRecord:
+    """An assignment as the navigator's catalogue holds it: where it runs, how it is addressed."""
+
+    machine: str
+    role: str
+    module: str
+    kind: str
+    endpoint: str | None
+    seat: str | None
+    scopes: tuple[str, ...]
+    retired: bool
+    tools: tuple[ToolRecord, ...]
+
+    @property
+    def holder(self) -> str:
+        return "mesh" if self.seat else self.machine
+
+    @property
+    def address_role(self) -> str:
+        return self.seat or self.role
+
+
+def _machine_record(machine: Machine) -> MachineRecord:
+    return MachineRecord(
+        name=machine.name,
+        advertise_url=machine.advertise_url,
+        heartbeat_s=machine.heartbeat_s,
+        last_heartbeat_at=machine.last_heartbeat_at,
+        retired_at=machine.retired_at,
+    )
+
+
+class CatalogStore:
+    """Reads and changes the catalogue inside the caller's transaction."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    # --- revisions -------------------------------------------------------------------------
+
+    def bump(self, counter: str) -> int:
+        """Move a revision counter atomically (row-locked on PostgreSQL) and return its new value."""
+        value = self.session.execute(
+            update(Revision)
+            .where(Revision.name == counter)
+            .values(value=Revision.value + 1)
+            .returning(Revision.value)
+        ).scalar_one()
+        return int(value)
+
+    def log_change(self, machine: str) -> None:
+        """Record that ``machine``'s part of the catalogue changed, in the caller's transaction;
+        navigators read the log to catch up (``changes_since``), whatever notifications they missed."""
+        self.session.add(CatalogChange(machine=machine))
+        self.session.flush()
+
+    def changes_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str]]:
+        rows = self.session.execute(
+            select(CatalogChange.id, CatalogChange.machine)
+            .where(CatalogChange.id > after)
+            .order_by(CatalogChange.id)
+            .limit(limit)
+        )
+        return [(int(i), str(m)) for i, m in rows]
+
+    def last_change(self) -> int:
+        return int(
+            self.session.execute(select(func.coalesce(func.max(CatalogChange.id), 0))).scalar_one()
+        )
+
+    def prune_changes(self, older_than: datetime) -> None:
+        """Forget old log entries, always keeping the newest (ids must never be reused)."""
+        newest = self.last_change()
+        self.session.execute(
+            delete(CatalogChange).where(CatalogChange.at < older_than, CatalogChange.id < newest)
+        )
+
+    def revision(self, counter: str) -> int:
+        return int(
+            self.session.execute(
+                select(Revision.value).where(Revision.name == counter)
+            ).scalar_one()
+        )
+
+    # --- machines --------------------------------------------------------------------------
+
+    def _machine(self, name: str) -> Machine:
+        machine = self.session.execute(
+            select(Machine).where(Machine.name == name)
+        ).scalar_one_or_none()
+        if machine is None:
+            raise NotFound("No such machine.")
+        return machine
+
+    def machine(self, name: str) -> MachineRecord:
+        return _machine_record(self._machine(name))
+
+    def machines(self) -> list[MachineRecord]:
+        rows = self.session.execute(select(Machine).order_by(Machine.name)).scalars()
+        return [_machine_record(m) for m in rows]
+
+    def add_machine(
+        self, name: str, *, advertise_url: str | None = None, heartbeat_s: int | None = None
+    ) -> MachineRecord:
+        """Add a machine, or bring back a retired one (an operator's act)."""
+        machine = self.session.execute(
+            select(Machine).where(Machine.name == name)
+        ).scalar_one_or_none()
+        if machine is None:
+            machine = Machine(name=name, heartbeat_s=heartbeat_s or 5)
+            self.session.add(machine)
+        machine.retired_at = None
+        if advertise_url is not None:
+            machine.advertise_url = advertise_url
+        if heartbeat_s is not None:
+            machine.heartbeat_s = heartbeat_s
+        self.session.flush()
+        self.log_change(name)
+        return _machine_record(machine)
+
+    def register_node(self, name: str, *, advertise_url: str, heartbeat_s: int) -> bytes:
+        """A node (re)registers its machine: idempotent; returns the machine's call-token key."""
+        machine = self.session.execute(
+            select(Machine).where(Machine.name == name)
+        ).scalar_one_or_none()
+        if machine is None:
+            machine = Machine(name=name)
+            self.session.add(machine)
+        elif machine.retired_at is not None:
+            raise Conflict("The machine was retired by an operator.")
+        machine.advertise_url = advertise_url
+        machine.heartbeat_s = heartbeat_s
+        machine.last_heartbeat_at = utcnow()
+        self.session.flush()
+        self.log_change(name)
+        return self._node_key(machine)
+
+    def _node_key(self, machine: Machine) -> bytes:
+        key = self.session.get(NodeKey, machine.id)
+        if key is None:
+            key = NodeKey(machine_id=machine.id, key=secrets.token_bytes(NODE_KEY_BYTES))
+            self.session.add(key)
+            self.session.flush()
+        return key.key
+
+    def node_key(self, machine: str) -> bytes | None:
+        return self.session.execute(
+            select(NodeKey.key).join(Machine, NodeKey.machine_id == Machine.id).where(Machine.name == machine)
+        ).scalar_one_or_none()
+
+    def node_keys(self) -> dict[str, bytes]:
+        rows = self.session.execute(
+            select(Machine.name, NodeKey.key).join(NodeKey, NodeKey.machine_id == Machine.id)
+        )
+        return {name: key for name, key in rows}
+
+    def heartbeat(self, name: str) -> datetime:
+        machine = self._machine(name)
+        if machine.retired_at is not None:
+            raise Conflict("The machine was retired by an operator.")
+        machine.last_heartbeat_at = utcnow()
+        return machine.last_heartbeat_at
+
+    def retire_machine(self, name: str) -> None:
+        machine = self._machine(name)
+        machine.retired_at = utcnow()
+        self.log_change(name)
+
+    # --- assignments -----------------------------------------------------------------------
+
+    def _assignment(self, machine: str, role: str) -> Assignment:
+        assignment = self.session.execute(
+            select(Assignment)
+            .join(Machine)
+            .where(Machine.name == machine, Assignment.role == role)
+            .options(selectinload(Assignment.tools))
+        ).scalar_one_or_none()
+        if assignment is None:
+            raise NotFound("No such assignment.")
+        return assignment
+
+    def put_assignment(
+        self,
+        machine: str,
+        role: str,
+        *,
+        module: str,
+        tools: Sequence[NewTool],
+        kind: str = "assignment",
+        endpoint: str | None = None,
+        scopes: Iterable[str] = (),
+        seat: str | None = None,
+    ) -> AssignmentRecord:
+        """Register an assignment (adding the machine when new); registering again replaces its
+        tools, keeps operators' confirmation marks, and restores it when it was retired."""
+        owner = self.session.execute(
+            select(Machine).where(Machine.name == machine)
+        ).scalar_one_or_none()
+        if owner is None:
+            owner = Machine(name=machine)
+            self.session.add(owner)
+            self.session.flush()
+        try:
+            assignment = self._assignment(machine, role)
+        except NotFound:
+            assignment = Assignment(machine=owner, role=role, module=module)
+            self.session.add(assignment)
+        assignment.module = module
+        assignment.kind = kind
+        assignment.endpoint = endpoint
+        assignment.scopes = sorted(set(scopes))
+        assignment.retired_at = None
+        assignment.updated_at = utcnow()
+        marks = {tool.name: tool.confirmation for tool in assignment.tools}
+        assignment.tools = []
+        self.session.flush()  # old rows go before new ones arrive: (assignment, name) is unique
+        assignment.tools = [
+            Tool(
+                name=tool.name,
+                definition=tool.definition,
+                contract_digest=tool.contract_digest,
+                confirmation=marks.get(tool.name, tool.confirmation),
+            )
+            for tool in tools
+        ]
+        self.session.flush()
+        if seat is not None:
+            self._place_seat(seat, assignment)
+        self.log_change(machine)
+        return self._record(assignment)
+
+    def retire_assignment(self, machine: str, role: str) -> None:
+        assignment = self._assignment(machine, role)
+        assignment.retired_at = utcnow()
+        self.log_change(machine)
+
+    def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
+        assignment = self._assignment(machine, role)
+        for row in assignment.tools:
+            if row.name == tool:
+                row.confirmation = confirmation
+                self.log_change(machine)
+                return
+        raise NotFound("No such tool.")
+
+    # --- seats -----------------------------------------------------------------------------
+
+    def _place_seat(self, name: str, assignment: Assignment) -> None:
+        seat = self.session.execute(select(Seat).where(Seat.name == name)).scalar_one_or_none()
+        if seat is None:
+            seat = Seat(name=name)
+            self.session.add(seat)
+        held = self.session.execute(
+            select(Seat).where(Seat.assignment_id == assignment.id, Seat.name != name)
+        ).scalar_one_or_none()
+        if held is not None:
+            raise Conflict("That assignment already holds another seat.")
+        if seat.assignment is not None and seat.assignment.id != assignment.id:
+            self.log_change(seat.assignment.machine.name)
+        seat.assignment_id = assignment.id
+        seat.updated_at = utcnow()
+        self.session.flush()
+
+    def place_seat(self, name: str, machine: str, role: str) -> None:
+        """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held)."""
+        self._place_seat(name, self._assignment(machine, role))
+        self.log_change(machine)
+
+    def seats(self) -> dict[str, tuple[str, str] | None]:
+        rows = self.session.execute(
+            select(Seat.name, Machine.name, Assignment.role)
+            .outerjoin(Assignment, Seat.assignment_id == Assignment.id)
+            .outerjoin(Machine, Assignment.machine_id == Machine.id)
+            .order_by(Seat.name)
+        )
+        return {seat: (m, r) if m is not None else None for seat, m, r in rows}
+
+    # --- reading the whole catalogue -------------------------------------------------------
+
+    def assignment(self, machine: str, role: str) -> AssignmentRecord:
+        return self._record(self._assignment(machine, role))
+
+    def assignments(self, machine: str | None = None) -> list[AssignmentRecord]:
+        """Every assignment (of one machine, when named), retired ones included, tools loaded."""
+        query = (
+            select(Assignment)
+            .join(Machine)
+            .options(selectinload(Assignment.tools), selectinload(Assignment.machine))
+            .order_by(Machine.name, Assignment.role)
+        )
+        if machine is not None:
+            query = query.where(Machine.name == machine)
+        assignments = self.session.execute(query).scalars().all()
+        seats = {
+            assignment_id: name
+            for name, assignment_id in self.session.execute(
+                select(Seat.name, Seat.assignment_id).where(Seat.assignment_id.is_not(None))
+            )
+        }
+        return [_assignment_record(a, seats.get(a.id)) for a in assignments]
+
+    def _record(self, assignment: Assignment) -> AssignmentRecord:
+        seat = self.session.execute(
+            select(Seat.name).where(Seat.assignment_id == assignment.id)
+        ).scalar_one_or_none()
+        return _assignment_record(assignment, seat)
+
+
+def _assignment_record(assignment: Assignment, seat: str | None) -> AssignmentRecord:
+    return AssignmentRecord(
+        machine=assignment.machine.name,
+        role=assignment.role,
+        module=assignment.module,
+        kind=assignment.kind,
+        endpoint=assignment.endpoint,
+        seat=seat,
+        scopes=tuple(assignment.scopes),
+        retired=assignment.retired_at is not None,
+        tools=tuple(
+            ToolRecord(
+                name=t.name,
+                definition=t.definition,
+                contract_digest=t.contract_digest,
+                confirmation=t.confirmation,
+            )
+            for t in assignment.tools
+        ),
+    )

@@ -1,0 +1,106 @@
+"""Engines, sessions, migrations, and the one place storage exceptions are translated."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from registry.errors import Conflict, RegistryUnavailable
+
+__all__ = ["Registry", "make_engine", "migrate", "translate_errors"]
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+#: How long one statement may wait for a lock or a connection before the registry is "unavailable".
+STATEMENT_TIMEOUT_S = 5
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``: SQLite gets WAL, foreign keys and a busy timeout; PostgreSQL psycopg 3."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": STATEMENT_TIMEOUT_S},
+            pool_pre_ping=False,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=10,
+        pool_timeout=STATEMENT_TIMEOUT_S,
+        connect_args={"connect_timeout": STATEMENT_TIMEOUT_S},
+    )
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+@contextlib.contextmanager
+def translate_errors() -> Iterator[None]:
+    """Turn storage exceptions into registry errors whose text we wrote (never the driver's)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise Conflict("The change conflicts with what the registry holds.") from exc
+    except SQLAlchemyError as exc:
+        raise RegistryUnavailable() from exc
+    except OSError as exc:
+        raise RegistryUnavailable() from exc
+
+
+class Registry:
+    """An engine and its sessions. ``transaction()`` is the unit of work: commit on success."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Session]:
+        with translate_errors(), self._sessions() as session, session.begin():
+            yield session
+
+    def ping(self) -> None:
+        with translate_errors(), self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["database_url"] = url
+    return config
+
+
+def migrate(url: str) -> None:
+    """Upgrade the registry at ``url`` to the newest schema; running it again changes nothing."""
+    with translate_errors():
+        if url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        command.upgrade(alembic_config(url), "head")

@@ -1,0 +1,32 @@
+"""The registry's errors.
+
+    RegistryError                 base of everything the registry raises
+    ├── RegistryUnavailable       the database cannot be reached or answered with a storage error
+    ├── NotFound                  a named machine, assignment, seat, principal or grant does not exist
+    └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
+                                  node principal registering another machine)
+
+Storage exceptions are translated in one place (`registry.database.translate_errors`) and chained
+with ``from``; their text never becomes a message, since it may hold queries or values.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable"]
+
+
+class RegistryError(Exception):
+    """Base of the registry's errors; ``str()`` is always a message written here."""
+
+
+class RegistryUnavailable(RegistryError):
+    def __init__(self, message: str = "The registry cannot be read right now.") -> None:
+        super().__init__(message)
+
+
+class NotFound(RegistryError):
+    pass
+
+
+class Conflict(RegistryError):
+    pass

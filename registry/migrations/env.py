@@ -1,0 +1,38 @@
+"""Alembic environment: the URL comes from the caller (``registry.database.migrate``), never a file."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import text
+
+from registry.database import make_engine
+from registry.models import Base
+
+#: PostgreSQL advisory lock key, so that navigators starting together migrate one at a time.
+MIGRATION_LOCK = 0x6D657368
+
+
+def run_migrations_online() -> None:
+    url = context.config.attributes["database_url"]
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            connection.commit()
+        try:
+            context.configure(
+                connection=connection,
+                target_metadata=Base.metadata,
+                render_as_batch=True,
+                compare_type=True,
+            )
+            with context.begin_transaction():
+                context.run_migrations()
+        finally:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+                connection.commit()
+    engine.dispose()
+
+
+run_migrations_online()

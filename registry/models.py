@@ -1,0 +1,216 @@
+"""Typed SQLAlchemy models of the registry: what the mesh is made of and who may use it.
+
+Machine ─┬─< Assignment ─< Tool          a machine runs assignments of modules; each serves tools
+         └── NodeKey                     the key the navigator signs that machine's call tokens with
+Seat ──── Assignment                     a mesh seat is an assignment addressed ``mesh/SEAT``
+Principal                                who calls (token hash only), with scopes
+Grant                                    who may call what
+Revision                                 counters that move whenever grants or the catalogue change
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = [
+    "Assignment",
+    "Base",
+    "CatalogChange",
+    "Grant",
+    "Machine",
+    "NodeKey",
+    "Principal",
+    "Revision",
+    "Seat",
+    "Tool",
+    "utcnow",
+]
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite stores naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[str]: JSON}
+
+
+class Machine(Base):
+    __tablename__ = "machines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(63), unique=True)
+    advertise_url: Mapped[str | None] = mapped_column(String(2048))
+    heartbeat_s: Mapped[int] = mapped_column(Integer, default=5)
+    last_heartbeat_at: Mapped[datetime | None]
+    retired_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    assignments: Mapped[list[Assignment]] = relationship(
+        back_populates="machine", cascade="all, delete-orphan"
+    )
+
+
+class NodeKey(Base):
+    """The secret a machine's call tokens are signed with; persisted so every navigator can sign."""
+
+    __tablename__ = "node_keys"
+
+    machine_id: Mapped[int] = mapped_column(
+        ForeignKey("machines.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[bytes] = mapped_column(LargeBinary(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Assignment(Base):
+    """One module instance on one machine, served at its own MCP endpoint."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("machine_id", "role"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(63))
+    module: Mapped[str] = mapped_column(String(128))
+    #: "assignment", or "node_seat" for a role every machine holds (the ``node`` module).
+    kind: Mapped[str] = mapped_column(String(16), default="assignment")
+    endpoint: Mapped[str | None] = mapped_column(String(2048))
+    #: Scopes the module declares; ``--grant-scope-holders`` grants its tools to their holders.
+    scopes: Mapped[list[str]] = mapped_column(default=list)
+    retired_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    machine: Mapped[Machine] = relationship(back_populates="assignments")
+    tools: Mapped[list[Tool]] = relationship(
+        back_populates="assignment", cascade="all, delete-orphan", order_by="Tool.name"
+    )
+
+
+class Seat(Base):
+    """A mesh seat: a role the mesh holds once, placed on one machine's assignment."""
+
+    __tablename__ = "seats"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(63), unique=True)
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignments.id", ondelete="SET NULL"), unique=True
+    )
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    assignment: Mapped[Assignment | None] = relationship()
+
+
+class Tool(Base):
+    """A tool's contract as its server gave it, and the digest that identifies the contract."""
+
+    __tablename__ = "tools"
+    __table_args__ = (UniqueConstraint("assignment_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    #: The tool exactly as ``tools/list`` gave it (name, title, description, schemas, annotations).
+    definition: Mapped[dict[str, Any]]
+    #: "auto" (MCP annotation defaults), "never", "always" or "elicit-only" — an operator's mark.
+    confirmation: Mapped[str] = mapped_column(String(16), default="auto")
+    contract_digest: Mapped[str] = mapped_column(String(64))
+
+    assignment: Mapped[Assignment] = relationship(back_populates="tools")
+
+
+class Principal(Base):
+    __tablename__ = "principals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    scopes: Mapped[list[str]] = mapped_column(default=list)
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    #: A node principal may register and heartbeat only this machine (bound at first registration).
+    machine: Mapped[str | None] = mapped_column(String(63))
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Grant(Base):
+    __tablename__ = "grants"
+    __table_args__ = (Index("ix_grants_principal", "principal"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: An exact principal name, or ``*`` for every principal holding ``scopes``.
+    principal: Mapped[str] = mapped_column(String(128))
+    target: Mapped[str] = mapped_column(String(256))
+    scopes: Mapped[list[str]] = mapped_column(default=list)
+    effect: Mapped[str] = mapped_column(String(8))
+    revision: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CatalogChange(Base):
+    """One entry per change to a machine's part of the catalogue, in the change's transaction.
+
+    Navigators follow this log (woken by ``NOTIFY`` on PostgreSQL, polled otherwise) to update their
+    in-memory catalogue machine by machine, and to catch up after losing the database.
+    """
+
+    __tablename__ = "catalog_changes"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    machine: Mapped[str] = mapped_column(String(63))
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class Revision(Base):
+    """Named counters; ``grants`` moves with every grant change (cursors and snapshots bind it)."""
+
+    __tablename__ = "revisions"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, default=0)
