@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import httpx
 import uvicorn
-from fastmcp import Client
 
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
@@ -35,10 +34,12 @@ MAX_BACKOFF_S = 5.0
 
 
 async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
-    """The assignment's ``tools/list`` as JSON, read through an in-memory client."""
-    async with Client(assignment.server) as client:
-        tools = await client.list_tools()
-    return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
+    """The assignment's ``tools/list`` as JSON, as its server would answer it."""
+    tools = await assignment.server.list_tools()
+    return [
+        tool.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
+        for tool in sorted(tools, key=lambda t: t.name)
+    ]
 
 
 class NodeAgent:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio.to_thread
+from sqlalchemy.orm import Session
 
 from starlette.requests import Request
 
@@ -16,6 +21,8 @@ from registry import Registry
 
 __all__ = ["Services", "services"]
 
+T = TypeVar("T")
+
 
 @dataclass(slots=True)
 class Services:
@@ -26,6 +33,15 @@ class Services:
     navigator: Navigator
     registrar: Registrar
     authenticator: Authenticator
+
+    async def transact(self, work: Callable[[Session], T]) -> T:
+        """Run ``work`` in one registry transaction, off the event loop."""
+
+        def run() -> T:
+            with self.registry.transaction() as session:
+                return work(session)
+
+        return await anyio.to_thread.run_sync(run)
 
     @classmethod
     def create(cls, settings: NavigatorSettings) -> Services:

@@ -1,0 +1,152 @@
+"""What the navigator's hop costs: the same small call made directly to a backend, through the
+navigator (grants read from the registry, arguments validated, call token signed), and through
+FastMCP's own proxy over one long-lived client — alternating, in one run, on one machine.
+
+Prints p50/p95 of each, the milliseconds each hop adds over direct, and calls/s with 10
+concurrent clients. Usage: python benchmarks/call_overhead.py [--calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fastmcp import Client  # noqa: E402
+from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
+
+from tests.harness import MeshHarness, free_port  # noqa: E402
+
+Call = Callable[[], Awaitable[object]]
+
+
+def _start(arguments: list[str], port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_backends.py"), *arguments])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+            return process
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError("a benchmark server did not start")
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _alternate(paths: dict[str, Call], calls: int) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(20):  # warm every path
+        for call in paths.values():
+            await call()
+    for _ in range(calls):
+        for name, call in paths.items():
+            started = time.perf_counter()
+            await call()
+            samples[name].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+async def _throughput(make: Callable[[], Awaitable[tuple[Client[StreamableHttpTransport], Call]]], seconds: float) -> float:
+    async def worker(deadline: float) -> int:
+        client, call = await make()
+        done = 0
+        async with client:
+            while time.perf_counter() < deadline:
+                await call()
+                done += 1
+        return done
+
+    deadline = time.perf_counter() + seconds
+    counts = await asyncio.gather(*(worker(deadline) for _ in range(10)))
+    return sum(counts) / seconds
+
+
+async def main(calls: int, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        backend_port, proxy_port = free_port(), free_port()
+        backend_url = f"http://127.0.0.1:{backend_port}/mcp"
+        backend = _start(["backend", str(backend_port)], backend_port)
+        proxy = _start(["proxy", str(proxy_port), backend_url], proxy_port)
+        mesh = MeshHarness(Path(tmp))
+        try:
+            token = mesh.principal("bench")
+            admin = mesh.principal("bench-admin", ["mesh:admin"])
+            mesh.grant("bench", "bench1/echo/*")
+            mesh.start_navigator()
+            httpx.post(
+                mesh.navigator_url + "/api/v1/assignments",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={"machine": "bench1", "role": "echo", "endpoint": backend_url},
+                timeout=30,
+            ).raise_for_status()
+            headers = {"Authorization": f"Bearer {token}"}
+            direct = Client(StreamableHttpTransport(backend_url))
+            peer = Client(StreamableHttpTransport(f"http://127.0.0.1:{proxy_port}/mcp"))
+            navigator = Client(StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers))
+            async with direct, peer, navigator:
+                paths: dict[str, Call] = {
+                    "direct": lambda: direct.call_tool_mcp("echo", {"text": "hi"}),
+                    "fastmcp proxy": lambda: peer.call_tool_mcp("echo", {"text": "hi"}),
+                    "navigator": lambda: navigator.call_tool_mcp(
+                        "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
+                    ),
+                }
+                result = await navigator.call_tool_mcp("call", {"address": "bench1/echo/echo", "args": {"text": "hi"}})
+                assert not result.is_error, result
+                samples = await _alternate(paths, calls)
+
+            async def make_direct() -> tuple[Client[StreamableHttpTransport], Call]:
+                c = Client(StreamableHttpTransport(backend_url))
+                return c, lambda: c.call_tool_mcp("echo", {"text": "hi"})
+
+            async def make_peer() -> tuple[Client[StreamableHttpTransport], Call]:
+                c = Client(StreamableHttpTransport(f"http://127.0.0.1:{proxy_port}/mcp"))
+                return c, lambda: c.call_tool_mcp("echo", {"text": "hi"})
+
+            async def make_navigator() -> tuple[Client[StreamableHttpTransport], Call]:
+                c = Client(StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers))
+                return c, lambda: c.call_tool_mcp("call", {"address": "bench1/echo/echo", "args": {"text": "hi"}})
+
+            rates = {
+                "direct": await _throughput(make_direct, seconds),
+                "fastmcp proxy": await _throughput(make_peer, seconds),
+                "navigator": await _throughput(make_navigator, seconds),
+            }
+        finally:
+            mesh.close()
+            for process in (proxy, backend):
+                process.terminate()
+                process.wait(timeout=10)
+
+    base = statistics.median(samples["direct"])
+    print(f"call overhead, {calls} alternating calls per path, then 10 concurrent clients for {seconds:.0f} s")
+    print(f"{'path':<16}{'p50 ms':>9}{'p95 ms':>9}{'adds p50':>10}{'calls/s':>10}")
+    for name, values in samples.items():
+        p50, p95 = statistics.median(values), _percentile(values, 0.95)
+        print(f"{name:<16}{p50:>9.2f}{p95:>9.2f}{p50 - base:>+10.2f}{rates[name]:>10.0f}")
+    hop = statistics.median(samples["navigator"]) - base
+    peer_hop = statistics.median(samples["fastmcp proxy"]) - base
+    print(f"navigator hop / FastMCP proxy hop: {hop / peer_hop:.2f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    options = parser.parse_args()
+    asyncio.run(main(options.calls, options.seconds))

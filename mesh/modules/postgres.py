@@ -1,0 +1,341 @@
+"""The ``postgres`` module: the machine's own PostgreSQL, read-only (SPEC §6).
+
+Every tool runs in a ``READ ONLY`` transaction with a ``statement_timeout`` and is rolled back,
+so the module writes nothing whatever SQL it is given, and a client-side deadline backs the
+server's timeout up. ``query`` runs the caller's statement through a server-side cursor: rows are
+fetched ``max_rows + 1`` at a time, so a huge result costs neither the server nor this process
+more than the page asked for; as a consequence it takes one SELECT (with WITH, VALUES or TABLE
+forms), and PostgreSQL itself refuses data-modifying CTEs and anything else there.
+
+Each call opens its own connection, with a connect timeout, and closes it. Agents call seldom
+next to a connection's cost on the same machine (a few milliseconds), the ``database`` argument
+would need a pool per database, a restarted server needs no reconnect logic, and an idle node
+holds no connection. The read-only transaction stops writes through SQL; functions that act
+outside it (``pg_terminate_backend``, ``dblink``) are bounded only by the role's privileges, so
+give the module a role that may only read.
+
+The DSN is a secret: it is never part of a message, a ``repr`` or a log line, and errors are
+worded from SQLSTATE codes alone, since PostgreSQL's own messages quote the query.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from decimal import Decimal
+from typing import Annotated, Any, cast
+
+import anyio
+import psycopg
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools import Tool
+from mcp_types import ToolAnnotations
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from mesh.errors import ModuleSpecError
+
+__all__ = ["build_postgres_module"]
+
+STATEMENT_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 5
+DEFAULT_MAX_ROWS = 100
+MAX_ROWS = 1000
+MAX_TABLES = 1000
+_CURSOR = "meshnav_query"
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DatabaseArg = Annotated[
+    str | None, Field(description="A database on this server; omit for the module's own.")
+]
+SchemaArg = Annotated[str, Field(description="The table's schema.")]
+Scalar = str | int | float | bool | None
+Param = Scalar | list[Scalar]  # a list binds as an array: WHERE id = ANY(%s)
+
+
+class _Aliased(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True, populate_by_name=True)
+
+
+class DatabaseEntry(BaseModel):
+    name: str
+    default: bool = Field(description="True for the database the module connects to.")
+    encoding: str
+    size_bytes: int | None = Field(description="None when the module may not connect to it.")
+
+
+class DatabaseList(BaseModel):
+    databases: list[DatabaseEntry]
+
+
+class TableEntry(_Aliased):
+    schema_: str = Field(alias="schema")
+    name: str
+    kind: str = Field(description="table, partitioned table, view, materialized view, foreign")
+    estimated_rows: int | None = Field(description="The planner's estimate; None if unknown.")
+
+
+class TableList(BaseModel):
+    database: str
+    tables: list[TableEntry]
+    truncated: bool = Field(description=f"True when more than {MAX_TABLES} tables matched.")
+
+
+class Column(BaseModel):
+    name: str
+    type: str
+    notnull: bool
+    default: str | None = Field(description="The default as an SQL expression, if any.")
+    pk: int = Field(description="1-based position in the primary key; 0 when not in it.")
+
+
+class Index(BaseModel):
+    name: str
+    unique: bool
+    primary: bool
+    definition: str
+
+
+class ForeignKey(BaseModel):
+    name: str
+    definition: str
+
+
+class TableDescription(_Aliased):
+    database: str
+    schema_: str = Field(alias="schema")
+    table: str
+    kind: str
+    columns: list[Column]
+    indexes: list[Index]
+    foreign_keys: list[ForeignKey]
+
+
+class QueryResult(BaseModel):
+    columns: list[str]
+    rows: list[list[JsonValue]]
+    truncated: bool = Field(description="True when more rows matched than max_rows.")
+
+
+def build_postgres_module(
+    dsn: str,
+    *,
+    statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+    connect_timeout_s: int = CONNECT_TIMEOUT_S,
+) -> FastMCP:
+    """The ``postgres`` module's server for the server and role ``dsn`` names."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.Error:
+        raise ModuleSpecError("the postgres DSN does not parse") from None
+    mcp = FastMCP("postgres", mask_error_details=True)
+
+    @asynccontextmanager
+    async def read_only(database: str | None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection inside a READ ONLY transaction that is always rolled back."""
+        conninfo = make_conninfo(dsn, dbname=database) if database else dsn
+        try:
+            with anyio.fail_after(connect_timeout_s + statement_timeout_s + 5):
+                async with await psycopg.AsyncConnection.connect(
+                    conninfo, autocommit=True, connect_timeout=connect_timeout_s
+                ) as conn:
+                    await conn.set_read_only(True)
+                    async with conn.transaction(force_rollback=True):
+                        timeout = f"{int(statement_timeout_s * 1000)}ms"
+                        await conn.execute(
+                            "SELECT set_config('statement_timeout', %s, true)", [timeout]
+                        )
+                        yield conn
+        except (psycopg.Error, TimeoutError) as exc:
+            raise _tool_error(exc, statement_timeout_s) from None
+
+    async def list_databases() -> DatabaseList:
+        """The databases on this machine's PostgreSQL server, with size and encoding."""
+        async with read_only(None) as conn:
+            rows = await (await conn.execute(_DATABASES)).fetchall()
+        return DatabaseList(
+            databases=[
+                DatabaseEntry(name=n, default=d, encoding=e, size_bytes=s) for n, d, e, s in rows
+            ]
+        )
+
+    async def list_tables(database: DatabaseArg = None, schema: str | None = None) -> TableList:
+        """Tables, views and materialized views of a PostgreSQL database on this machine, by
+        schema (all user schemas unless one is given), with estimated row counts."""
+        async with read_only(database) as conn:
+            current = await (await conn.execute("SELECT current_database()")).fetchone()
+            cursor = await conn.execute(_TABLES, {"schema": schema, "limit": MAX_TABLES + 1})
+            rows = await cursor.fetchall()
+        tables = [
+            TableEntry(schema=s, name=n, kind=_KINDS[k], estimated_rows=e) for s, n, k, e in rows
+        ]
+        return TableList(
+            database=current[0] if current else "",
+            tables=tables[:MAX_TABLES],
+            truncated=len(tables) > MAX_TABLES,
+        )
+
+    async def describe_table(
+        table: str, schema: SchemaArg = "public", database: DatabaseArg = None
+    ) -> TableDescription:
+        """Columns (type, NOT NULL, default, primary key), indexes and foreign keys of a table
+        or view in a PostgreSQL database on this machine; read it before writing a query."""
+        async with read_only(database) as conn:
+            found = await (await conn.execute(_RELATION, [schema, table])).fetchone()
+            if found is None:
+                raise ToolError("no table or view by that name in that schema; see list_tables")
+            current, oid, kind = found
+            columns = await (await conn.execute(_COLUMNS, [oid])).fetchall()
+            indexes = await (await conn.execute(_INDEXES, [oid])).fetchall()
+            keys = await (await conn.execute(_FOREIGN_KEYS, [oid])).fetchall()
+        return TableDescription(
+            database=current,
+            schema=schema,
+            table=table,
+            kind=_KINDS[kind],
+            columns=[
+                Column(name=n, type=t, notnull=nn, default=d, pk=pk) for n, t, nn, d, pk in columns
+            ],
+            indexes=[Index(name=n, unique=u, primary=p, definition=d) for n, u, p, d in indexes],
+            foreign_keys=[ForeignKey(name=n, definition=d) for n, d in keys],
+        )
+
+    async def query(
+        sql: Annotated[str, Field(description="One SELECT statement.", min_length=1)],
+        params: Annotated[
+            list[Param] | dict[str, Param] | None,
+            Field(description="Values for %s placeholders (a list) or %(name)s (an object)."),
+        ] = None,
+        max_rows: Annotated[int, Field(ge=1, le=MAX_ROWS)] = DEFAULT_MAX_ROWS,
+        database: DatabaseArg = None,
+    ) -> QueryResult:
+        """Run one read-only SELECT (or WITH ... SELECT, VALUES, TABLE) on a PostgreSQL
+        database of this machine; returns its columns and up to max_rows rows."""
+        async with read_only(database) as conn, conn.cursor(name=_CURSOR) as cursor:
+            # The caller's SQL is meant to run: the transaction around it is read-only.
+            await cursor.execute(sql, params)
+            rows = await cursor.fetchmany(max_rows + 1)
+            columns = [column.name for column in cursor.description or ()]
+        return QueryResult(
+            columns=columns,
+            rows=[[_cell(value) for value in row] for row in rows[:max_rows]],
+            truncated=len(rows) > max_rows,
+        )
+
+    for fn, title in (
+        (list_databases, "List PostgreSQL databases"),
+        (list_tables, "List PostgreSQL tables"),
+        (describe_table, "Describe a PostgreSQL table"),
+        (query, "Query PostgreSQL (read-only)"),
+    ):
+        description = " ".join((inspect.getdoc(fn) or "").split())
+        mcp.add_tool(
+            Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
+        )
+    return mcp
+
+
+def _cell(value: Any) -> JsonValue:
+    """A value as JSON: numbers and text as they are, the rest as PostgreSQL would print it."""
+    if value is None or isinstance(value, bool | int | str):
+        return cast(JsonValue, value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "\\x" + bytes(value).hex()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_cell(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _cell(item) for key, item in value.items()}
+    if isinstance(value, Decimal):
+        return str(value)
+    return str(value)  # intervals, UUIDs, network addresses, ranges
+
+
+def _tool_error(exc: Exception, statement_timeout_s: float) -> ToolError:
+    """Word the error from its SQLSTATE alone: PostgreSQL's messages quote the query, and a
+    connection error's text names the host and user."""
+    if isinstance(exc, TimeoutError):
+        return ToolError("the PostgreSQL server did not answer in time")
+    if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
+        text = str(exc)
+        if "does not exist" in text and "database" in text:
+            return ToolError("no database by that name on this server; see list_databases")
+        if "authentication" in text or "pg_hba.conf" in text:
+            return ToolError("the PostgreSQL server refused the module's credentials")
+        return ToolError("the PostgreSQL server cannot be reached")
+    state = exc.sqlstate if isinstance(exc, psycopg.Error) else None
+    primary = exc.diag.message_primary if isinstance(exc, psycopg.Error) else None
+    if state is None:
+        return ToolError(_CLIENT_ERROR)
+    if state == "57014":
+        return ToolError(f"the query ran past the {statement_timeout_s:g} s statement timeout")
+    if primary and primary.startswith("cannot insert multiple commands"):
+        return ToolError("send one statement per call")
+    known = _SQLSTATES.get(state) or _SQLSTATES.get(state[:2])
+    name = type(exc).__name__
+    return ToolError(known or f"PostgreSQL refused the query ({name}, SQLSTATE {state})")
+
+
+_CLIENT_ERROR = (
+    "the parameters do not fit the statement: use %s with a list or %(name)s with an object,"
+    " and write %% for a literal % when there are parameters"
+)
+_SQLSTATES = {
+    "25006": "query only reads: the statement would write (read-only transaction)",
+    "0A000": "PostgreSQL does not allow that here: query takes one SELECT, WITH, VALUES or TABLE"
+    " statement, without data-modifying WITH clauses",
+    "42601": "PostgreSQL could not parse the statement: query takes one SELECT, WITH, VALUES or"
+    " TABLE statement",
+    "42501": "the module's role may not read that",
+    "42P01": "the statement names a table that does not exist; see list_tables",
+    "42703": "the statement names a column that does not exist; see describe_table",
+    "42883": "the statement calls a function or operator that does not exist for those types",
+    "3F000": "the statement names a schema that does not exist; see list_tables",
+    "22": "a value does not fit its type or operation (data exception)",
+    "53": "the server is out of resources for this query",
+}
+_KINDS = {
+    "r": "table",
+    "p": "partitioned table",
+    "v": "view",
+    "m": "materialized view",
+    "f": "foreign table",
+}
+_DATABASES = """
+SELECT datname, datname = current_database(), pg_encoding_to_char(encoding),
+       CASE WHEN has_database_privilege(datname, 'CONNECT') THEN pg_database_size(datname) END
+FROM pg_database WHERE datallowconn AND NOT datistemplate ORDER BY datname"""
+_TABLES = """
+SELECT n.nspname, c.relname, c.relkind, CASE WHEN c.reltuples >= 0 THEN c.reltuples::bigint END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND CASE WHEN %(schema)s::text IS NULL
+           THEN n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%%'
+           ELSE n.nspname = %(schema)s END
+ORDER BY 1, 2 LIMIT %(limit)s"""
+_RELATION = """
+SELECT current_database(), c.oid, c.relkind FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"""
+_COLUMNS = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+       pg_get_expr(d.adbin, d.adrelid),
+       COALESCE(array_position((SELECT string_to_array(i.indkey::text, ' ')::int2[] FROM pg_index i
+                                WHERE i.indrelid = a.attrelid AND i.indisprimary), a.attnum), 0)
+FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"""
+_INDEXES = """
+SELECT c.relname, i.indisunique, i.indisprimary, pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = %s ORDER BY 1"""
+_FOREIGN_KEYS = """
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+WHERE conrelid = %s AND contype = 'f' ORDER BY 1"""

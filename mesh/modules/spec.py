@@ -1,0 +1,142 @@
+"""The ``--module`` grammar, and the one table from a module's name to the server it builds.
+
+A node serves each of its assignments from one spec given on its command line (SPEC §13)::
+
+    node                          host facts (the node seat every machine holds)
+    sqlite:PATH[,PATH...]         the machine's SQLite files, or directories of them
+    postgres:DSN                  the machine's PostgreSQL, read-only
+    stdio:NAME=COMMAND            an existing MCP server run as a subprocess
+
+Any of the first three may be prefixed ``ROLE=`` to name an instance apart (``postgres-replica=
+postgres:postgresql://...``); the role otherwise is the module's name. stdio's ``NAME`` already
+is its role, so it takes no prefix. A prefix is recognised only when the text before the first
+``=`` holds no ``:``, which keeps ``stdio:NAME=...`` and key=value DSNs (``postgres:host=db``)
+out of it.
+
+A spec may carry a password (a DSN does), so no message here repeats any part of the spec beyond
+the names of the modules this grammar knows.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mesh.errors import ModuleSpecError
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+__all__ = ["MODULES", "ModuleSpec", "build_module", "parse_module_spec"]
+
+#: The module names this grammar knows, in the order help texts list them.
+MODULES = ("node", "sqlite", "postgres", "stdio")
+
+_ROLE = re.compile(r"[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?")
+_RESERVED_ROLES = frozenset({"mesh"})
+_ROLE_RULE = "a role is 1-63 of a-z, 0-9, '_' and '-', starting and ending with a letter or digit"
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One parsed ``--module`` spec.
+
+    ``module`` is one of :data:`MODULES`; ``role`` names the assignment on its machine (the
+    ``ROLE`` of ``HOLDER/ROLE/TOOL``); ``argument`` is the rest as given: ``""`` for ``node``,
+    the comma-separated paths for ``sqlite``, the DSN for ``postgres``, the command line for
+    ``stdio``. The DSN is kept out of ``repr`` so that logging a spec never prints a password.
+    """
+
+    module: str
+    role: str
+    argument: str
+
+    def __repr__(self) -> str:
+        shown = "<hidden>" if self.module == "postgres" else repr(self.argument)
+        return f"ModuleSpec(module={self.module!r}, role={self.role!r}, argument={shown})"
+
+
+def parse_module_spec(text: str) -> ModuleSpec:
+    """Parse one spec; raise :class:`ModuleSpecError` saying what is wrong, never echoing it."""
+    text = text.strip()
+    if not text:
+        raise ModuleSpecError("empty module spec; expected one of " + _known())
+    role: str | None = None
+    head, sep, rest = text.partition("=")
+    if sep and ":" not in head:
+        _check_role(head)
+        role, text = head, rest
+    module, colon, argument = text.partition(":")
+    if module not in MODULES:
+        raise ModuleSpecError("unknown module in spec; expected one of " + _known())
+    if module == "node":
+        if colon:
+            raise ModuleSpecError("the node module takes no argument: write 'node'")
+        return ModuleSpec("node", role or "node", "")
+    if not argument.strip():
+        raise ModuleSpecError(f"the {module} module needs an argument: {_usage(module)}")
+    if module == "sqlite":
+        if any(not part.strip() for part in argument.split(",")):
+            raise ModuleSpecError("empty path in a sqlite spec: " + _usage("sqlite"))
+        return ModuleSpec("sqlite", role or "sqlite", argument)
+    if module == "postgres":
+        return ModuleSpec("postgres", role or "postgres", argument)
+    if role is not None:
+        raise ModuleSpecError("a stdio spec names its role itself: write stdio:NAME=COMMAND")
+    name, eq, command = argument.partition("=")
+    if not eq:
+        raise ModuleSpecError("a stdio spec needs a name and a command: " + _usage("stdio"))
+    _check_role(name)
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        raise ModuleSpecError("the stdio command does not parse (unbalanced quotes?)") from None
+    if not argv:
+        raise ModuleSpecError("the stdio command is empty: " + _usage("stdio"))
+    return ModuleSpec("stdio", name, command)
+
+
+def build_module(spec: ModuleSpec) -> FastMCP:
+    """Build the FastMCP server that serves ``spec``'s assignment.
+
+    Builders are imported on demand, so a node that serves no PostgreSQL never loads psycopg.
+    """
+    if spec.module == "node":
+        from mesh.modules.node import build_node_module
+
+        return build_node_module()
+    if spec.module == "sqlite":
+        from mesh.modules.sqlite import build_sqlite_module
+
+        return build_sqlite_module([Path(part.strip()) for part in spec.argument.split(",")])
+    if spec.module == "postgres":
+        from mesh.modules.postgres import build_postgres_module
+
+        return build_postgres_module(spec.argument)
+    if spec.module == "stdio":
+        from mesh.modules.stdio import build_stdio_module
+
+        return build_stdio_module(spec.role, spec.argument)
+    raise ModuleSpecError("unknown module; expected one of " + _known())
+
+
+def _check_role(role: str) -> None:
+    if not _ROLE.fullmatch(role):
+        raise ModuleSpecError(f"invalid role in module spec: {_ROLE_RULE}")
+    if role in _RESERVED_ROLES:
+        raise ModuleSpecError("the role 'mesh' is reserved")
+
+
+def _known() -> str:
+    return ", ".join(MODULES)
+
+
+def _usage(module: str) -> str:
+    return {
+        "sqlite": "sqlite:PATH[,PATH...]",
+        "postgres": "postgres:DSN",
+        "stdio": "stdio:NAME=COMMAND",
+    }[module]

@@ -1,0 +1,131 @@
+"""The ``stdio`` module: any existing MCP server, run as a subprocess, served as an assignment.
+
+FastMCP's ``ProxyProvider`` serves the subprocess's tools unchanged (name, title, description,
+schemas, annotations) and relays each call and its answer whole. What it is given as a client
+factory decides the session strategy, and ``create_proxy(command)`` would hand it a fresh
+``ProxyClient`` per request: a new MCP handshake per call, against a process that holds state.
+Here instead :class:`StdioSession` owns ONE ``ProxyClient`` whose session with the subprocess is
+opened on first use and held until the server's lifespan ends (the provider's ``lifespan``
+closes it, and with it the subprocess); if the subprocess dies, the next request opens a new
+session.
+
+Each request gets a *view* of that client: a ``ProxyClient.new()`` copy that shares the live
+session state but has its own request-context slot, so progress notifications from the
+subprocess reach the caller whose call made them even when calls overlap. What a shared session
+cannot attribute to one caller is not relayed: log messages are dropped (they may carry content,
+SPEC §10), and the subprocess is offered no sampling, elicitation or roots. Caller headers are
+never forwarded (``forward_incoming_headers=False``; stdio carries none anyway), and the
+subprocess gets the MCP SDK's minimal environment, not the node's (which holds its token).
+A ``tools/list_changed`` from the subprocess drops the provider's cached tool list at once.
+
+This leans on FastMCP internals (a client's ``_session_state``, the stdio transport's
+``_is_session_dead``, the provider's ``_tools_cache``); fastmcp is pinned, and a test covers each.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types
+from fastmcp import Client, FastMCP
+from fastmcp.client.logging import LogMessage
+from fastmcp.client.transports import StdioTransport
+from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+
+from mesh.errors import ModuleSpecError
+
+__all__ = ["StdioSession", "build_stdio_module"]
+
+INIT_TIMEOUT_S = 30.0  # how long the subprocess may take to answer the MCP handshake
+
+
+class StdioSession:
+    """One long-lived MCP client session with the subprocess, shared by every request."""
+
+    def __init__(self, name: str, argv: list[str]) -> None:
+        self.provider: StdioProvider | None = None
+        self._client: ProxyClient[StdioTransport] = ProxyClient(
+            StdioTransport(command=argv[0], args=argv[1:], keep_alive=False),
+            name=f"meshnav-stdio-{name}",
+            forward_incoming_headers=False,
+            roots=None,
+            sampling_handler=None,
+            elicitation_handler=None,
+            log_handler=_drop_log,
+            message_handler=self._on_message,
+            init_timeout=INIT_TIMEOUT_S,
+        )
+        self._lock = anyio.Lock()
+        self._held = False
+
+    async def client(self) -> Client[Any]:
+        """The provider's client factory: a view of the one session, opened if need be."""
+        async with self._lock:
+            if not self._alive():
+                if self._held:  # the subprocess died: drop the dead session's hold first
+                    await self._client.close()  # type: ignore[no-untyped-call]  # FastMCP's
+                    self._held = False
+                await self._client.__aenter__()  # type: ignore[no-untyped-call]  # held open
+                self._held = True
+        view = self._client.new()  # its own request-context slot, for progress to find its caller
+        view._session_state = self._client._session_state  # the live session, and its holds
+
+        return view
+
+    def _alive(self) -> bool:
+        # A subprocess that exited leaves the client "connected" to a closed dispatcher; the
+        # transport's own check (the one its keep-alive reconnect uses) tells the two apart.
+        return self._client.is_connected() and not self._client.transport._is_session_dead()
+
+    async def close(self) -> None:
+        """End the session, which ends the subprocess."""
+        async with self._lock:
+            if self._held:
+                self._held = False
+                await self._client.close()  # type: ignore[no-untyped-call]  # FastMCP's
+
+    async def _on_message(self, message: mcp_types.ServerNotification | Exception) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification) and self.provider:
+            self.provider.forget_tools()
+
+
+class StdioProvider(ProxyProvider):
+    """A ``ProxyProvider`` over a :class:`StdioSession`, which it closes when the server stops."""
+
+    def __init__(self, session: StdioSession) -> None:
+        super().__init__(session.client)
+        self.session = session
+        session.provider = self
+
+    def forget_tools(self) -> None:
+        """Drop the cached tool list, so that the next lookup asks the subprocess again."""
+        self._tools_cache = None
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.session.close()
+
+
+def build_stdio_module(name: str, command: str) -> FastMCP:
+    """The server of assignment ``name``: the MCP server ``command`` starts, proxied."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        raise ModuleSpecError("the stdio command does not parse (unbalanced quotes?)") from None
+    if not argv:
+        raise ModuleSpecError("the stdio command is empty")
+    server = FastMCP(name, mask_error_details=True)
+    server.add_provider(StdioProvider(StdioSession(name, argv)))
+    return server
+
+
+async def _drop_log(message: LogMessage) -> None:
+    """Backend log lines are not relayed: on a shared session they belong to no one caller."""

@@ -1,0 +1,335 @@
+"""The admin API (scope ``mesh:admin``): machines, assignments, seats, principals, grants, the mesh.
+
+Every handler checks the scope itself (FastMCP does not guard custom routes) and speaks SPEC §9
+errors. Bodies are pydantic models that refuse unknown fields; the same models describe the API
+in its OpenAPI document (``navigator.api.openapi``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+from starlette.requests import Request
+
+from navigator.addresses import MESH, is_machine_name, is_name, parse_address, parse_pattern
+from navigator.api.base import Body, read_body, require_scope
+from navigator.auth import ADMIN_SCOPE, hash_token, mint_token
+from navigator.errors import InvalidAddress, InvalidArguments, NotFound
+from navigator.grants import Caller, explain
+from navigator.registrar import AssignmentSpec
+from navigator.services import services
+from navigator.upstream import pull_tools
+from navigator.views import mesh_view
+from registry import AccessStore, CatalogStore
+
+__all__ = [
+    "AssignmentRegistration",
+    "GrantBody",
+    "MachineBody",
+    "PrincipalBody",
+    "RetireBody",
+    "RotateBody",
+    "SeatBody",
+    "ToolMarkBody",
+]
+
+NAME = Field(min_length=1, max_length=63)
+
+
+class MachineBody(Body):
+    name: str = NAME
+    advertise: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+
+
+class AssignmentRegistration(Body):
+    machine: str = NAME
+    role: str = NAME
+    module: str | None = Field(default=None, max_length=128)
+    endpoint: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    tools: list[dict[str, Any]] | None = Field(default=None, max_length=4096)
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+    seat: str | None = Field(default=None, max_length=63)
+    grant_scope_holders: bool = Field(default=False, alias="grantScopeHolders")
+
+
+class RetireBody(Body):
+    address: str = Field(max_length=256)
+
+
+class SeatBody(Body):
+    machine: str = NAME
+    role: str = NAME
+
+
+class PrincipalBody(Body):
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.@:-]+$")
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+    machine: str | None = Field(default=None, max_length=63)
+    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
+
+
+class RotateBody(Body):
+    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
+
+
+class GrantBody(Body):
+    principal: str = Field(min_length=1, max_length=128)
+    target: str = Field(min_length=1, max_length=256)
+    effect: Literal["allow", "deny"]
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+
+
+class ToolMarkBody(Body):
+    confirmation: Literal["auto", "never", "always", "elicit-only"]
+
+
+def _expiry(days: float | None) -> datetime | None:
+    return datetime.now(UTC) + timedelta(days=days) if days else None
+
+
+# --- the mesh ----------------------------------------------------------------------------
+
+
+async def get_mesh(request: Request) -> dict[str, Any]:
+    """The whole mesh as the console draws it: seats, machines with status, assignments, counts."""
+    require_scope(request, ADMIN_SCOPE)
+    return mesh_view(services(request).catalog)
+
+
+# --- machines ------------------------------------------------------------------------------
+
+
+async def list_machines(request: Request) -> list[dict[str, Any]]:
+    require_scope(request, ADMIN_SCOPE)
+    return list(mesh_view(services(request).catalog)["machines"])
+
+
+async def add_machine(request: Request) -> dict[str, Any]:
+    """Add a machine, or bring back a retired one."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, MachineBody)
+    _name(body.name, machine=True)
+    found = services(request)
+    await found.transact(
+        lambda session: CatalogStore(session).add_machine(body.name, advertise_url=body.advertise)
+    )
+    await found.catalog.catch_up()
+    return {"machine": body.name, "status": found.catalog.machine_status(body.name)}
+
+
+async def retire_machine(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    name = request.path_params["machine"]
+    await services(request).registrar.retire(name, None)
+    return {"retired": name}
+
+
+# --- assignments ---------------------------------------------------------------------------
+
+
+async def list_assignments(request: Request) -> list[dict[str, Any]]:
+    require_scope(request, ADMIN_SCOPE)
+    return [a for m in mesh_view(services(request).catalog)["machines"] for a in m["assignments"]]
+
+
+async def register_assignment(request: Request) -> dict[str, Any]:
+    """Register an assignment by endpoint (its tools/list is pulled) and/or by pushed tools."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, AssignmentRegistration)
+    _name(body.machine, machine=True)
+    if body.tools is None and body.endpoint is None:
+        raise InvalidArguments("Give an endpoint, tools, or both.")
+    tools = body.tools if body.tools is not None else await pull_tools(str(body.endpoint))
+    spec = AssignmentSpec(
+        role=body.role,
+        module=body.module or body.role,
+        tools=tools,
+        endpoint=body.endpoint,
+        seat=body.seat,
+        scopes=body.scopes,
+    )
+    result = await services(request).registrar.put_assignment(
+        body.machine, spec, grant_scope_holders=body.grant_scope_holders
+    )
+    return {"assignment": f"{body.machine}/{body.role}", **result.as_json()}
+
+
+async def refresh_assignment(request: Request) -> dict[str, Any]:
+    """Pull an assignment's tools/list from its endpoint again."""
+    require_scope(request, ADMIN_SCOPE)
+    machine, role = request.path_params["machine"], request.path_params["role"]
+    found = services(request)
+    record = await found.transact(lambda session: CatalogStore(session).assignment(machine, role))
+    if record.endpoint is None:
+        raise InvalidArguments("This assignment has no endpoint to pull from.")
+    spec = AssignmentSpec(
+        role=role,
+        module=record.module,
+        tools=await pull_tools(record.endpoint),
+        kind=record.kind,
+        endpoint=record.endpoint,
+        seat=record.seat,
+        scopes=record.scopes,
+    )
+    result = await found.registrar.put_assignment(machine, spec)
+    return {"assignment": f"{machine}/{role}", **result.as_json()}
+
+
+async def retire_assignment(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    machine, role = request.path_params["machine"], request.path_params["role"]
+    await services(request).registrar.retire(machine, role)
+    return {"retired": f"{machine}/{role}"}
+
+
+async def retire(request: Request) -> dict[str, Any]:
+    """Retire by address: a machine (``db1``), an assignment (``db1/pg``) or a seat (``mesh/x``)."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, RetireBody)
+    address = parse_address(body.address)
+    if address.is_tool or (address.holder == MESH and address.role is None):
+        raise InvalidAddress("Retire a machine, an assignment or a seat.")
+    found = services(request)
+    machine, role = address.holder, address.role
+    if address.holder == MESH:
+        placed = (await found.transact(lambda session: CatalogStore(session).seats())).get(role)
+        if placed is None:
+            raise NotFound("No such seat.")
+        machine, role = placed
+    await found.registrar.retire(machine, role)
+    return {"retired": body.address}
+
+
+async def mark_tool(request: Request) -> dict[str, Any]:
+    """An operator's confirmation mark on one tool: auto, never, always or elicit-only."""
+    require_scope(request, ADMIN_SCOPE)
+    machine, role, tool = (request.path_params[k] for k in ("machine", "role", "tool"))
+    body = await read_body(request, ToolMarkBody)
+    found = services(request)
+    await found.transact(
+        lambda session: CatalogStore(session).mark_tool(machine, role, tool, body.confirmation)
+    )
+    await found.catalog.catch_up()
+    return {"tool": f"{machine}/{role}/{tool}", "confirmation": body.confirmation}
+
+
+# --- seats ---------------------------------------------------------------------------------
+
+
+async def list_seats(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    placed = await services(request).transact(lambda session: CatalogStore(session).seats())
+    return {
+        name: None if where is None else {"machine": where[0], "role": where[1]}
+        for name, where in placed.items()
+    }
+
+
+async def place_seat(request: Request) -> dict[str, Any]:
+    """Place a mesh seat on a machine's assignment; its address ``mesh/SEAT`` stays the same."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, SeatBody)
+    seat = request.path_params["seat"]
+    await services(request).registrar.place_seat(seat, body.machine, body.role)
+    return {"seat": f"{MESH}/{seat}", "machine": body.machine, "role": body.role}
+
+
+# --- principals ----------------------------------------------------------------------------
+
+
+async def list_principals(request: Request) -> list[dict[str, Any]]:
+    require_scope(request, ADMIN_SCOPE)
+    rows = await services(request).transact(lambda session: AccessStore(session).principals())
+    return [row.as_json() for row in rows]
+
+
+async def add_principal(request: Request) -> dict[str, Any]:
+    """Add a principal; the answer holds its token, the only time it is shown."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, PrincipalBody)
+    token = mint_token()
+    record = await services(request).transact(
+        lambda session: AccessStore(session).add_principal(
+            body.name,
+            scopes=body.scopes,
+            token_hash=hash_token(token),
+            machine=body.machine,
+            expires_at=_expiry(body.expires_days),
+        )
+    )
+    return {"principal": record.as_json(), "token": token}
+
+
+async def rotate_principal(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, RotateBody)
+    name = request.path_params["name"]
+    token = mint_token()
+    record = await services(request).transact(
+        lambda session: AccessStore(session).rotate_principal(
+            name, token_hash=hash_token(token), expires_at=_expiry(body.expires_days)
+        )
+    )
+    return {"principal": record.as_json(), "token": token}
+
+
+async def revoke_principal(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    name = request.path_params["name"]
+    await services(request).transact(lambda session: AccessStore(session).revoke_principal(name))
+    return {"revoked": name}
+
+
+# --- grants --------------------------------------------------------------------------------
+
+
+async def list_grants(request: Request) -> list[dict[str, Any]]:
+    require_scope(request, ADMIN_SCOPE)
+    principal = request.query_params.get("principal")
+    rows = await services(request).transact(lambda session: AccessStore(session).grants(principal))
+    return [row.as_json() for row in rows]
+
+
+async def add_grant(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, GrantBody)
+    parse_pattern(body.target)
+    row = await services(request).transact(
+        lambda session: AccessStore(session).grant(
+            body.principal, body.target, effect=body.effect, scopes=body.scopes
+        )
+    )
+    return row.as_json()
+
+
+async def revoke_grant(request: Request) -> dict[str, Any]:
+    require_scope(request, ADMIN_SCOPE)
+    try:
+        grant_id = int(request.path_params["grant"])
+    except ValueError:
+        raise NotFound("No such grant.") from None
+    await services(request).transact(lambda session: AccessStore(session).revoke_grant(grant_id))
+    return {"revoked": grant_id}
+
+
+async def check_grant(request: Request) -> dict[str, Any]:
+    """Which row decides whether a principal may call an address, and why."""
+    require_scope(request, ADMIN_SCOPE)
+    principal = request.query_params.get("principal", "")
+    address = request.query_params.get("address", "")
+
+    def decide(session: Any) -> dict[str, Any]:
+        store = AccessStore(session)
+        record = store.principal(principal)
+        snapshot = store.snapshot(principal, limit=4096)
+        return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
+
+    return dict(await services(request).transact(decide))
+
+
+def _name(name: str, *, machine: bool = False) -> None:
+    if not (is_machine_name(name) if machine else is_name(name)):
+        raise InvalidAddress("The name is not valid.")
+

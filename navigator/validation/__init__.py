@@ -1,0 +1,35 @@
+"""The navigator's bounded argument validator (SPEC §5; ADR 0006).
+
+``verdict(schema, instance)`` answers ``"valid"``, ``"invalid"`` or ``"unavailable"``; ``call``
+uses the same code through ``compile_schema(schema).validate(arguments)``.
+
+    validator   the public surface: compile once per contract, validate per call
+    compiler    walks a whole schema once, refusing what cannot be checked
+    keywords    what each supported keyword means
+    nodes       evaluation under the step, depth and size budgets
+    patterns    ECMA-262 patterns translated for RE2 (linear time), charsets what classes match
+    json_values JSON sizes and equality without recursion
+    limits      the five bounds
+"""
+
+from __future__ import annotations
+
+from navigator.validation.limits import ValidationLimits
+from navigator.validation.validator import (
+    CompiledSchema,
+    Verdict,
+    check_schema,
+    compile_schema,
+    validate,
+    verdict,
+)
+
+__all__ = [
+    "CompiledSchema",
+    "ValidationLimits",
+    "Verdict",
+    "check_schema",
+    "compile_schema",
+    "validate",
+    "verdict",
+]

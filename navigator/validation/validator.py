@@ -1,0 +1,191 @@
+"""The navigator's bounded JSON Schema argument validator (SPEC §5; ADR 0006).
+
+Every call's arguments are checked against the tool's own schema before anything is forwarded
+to a node. The validator is ours, not a library's, so that its bounds hold whatever a schema says
+and no keyword is ever silently ignored:
+
+- ``compile_schema`` reads a schema once (the navigator does it when a tool is registered) and
+  refuses, with ``ToolValidationUnavailable``, anything it cannot check faithfully;
+- ``CompiledSchema.validate`` checks one call's arguments in microseconds, raising
+  ``InvalidArguments`` (a JSON Pointer and the failing keyword, never a value) or
+  ``ToolValidationUnavailable`` when a bound is exceeded;
+- ``validate``, ``verdict`` and ``check_schema`` do the same from a raw schema, compiling through
+  a small cache keyed by the schema's canonical JSON.
+
+The pieces: ``schema_compiler`` (what is refused, how keywords fold into nodes),
+``schema_keywords`` (what each keyword means), ``schema_nodes`` (evaluation and its budget),
+``patterns`` and ``pattern_charsets`` (ECMA-262 to RE2), ``json_values`` (sizes and JSON
+equality), ``validation_limits`` (the bounds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any, Final, Literal
+
+from navigator.errors import InvalidArguments, ToolValidationUnavailable
+from navigator.validation.compiler import compile_document
+from navigator.validation.json_values import Measure, measure
+from navigator.validation.limits import DEFAULT_LIMITS, ValidationLimits
+from navigator.validation.nodes import Run, SchemaNode, evaluate
+
+__all__ = [
+    "CompiledSchema",
+    "ValidationLimits",
+    "Verdict",
+    "check_schema",
+    "compile_schema",
+    "validate",
+    "verdict",
+]
+
+Verdict = Literal["valid", "invalid", "unavailable"]
+
+_CACHE_SIZE: Final = 256
+#: Schemas nested deeper than this (in ``default``, say) skip the cache: ``json.dumps`` recurses.
+_CACHE_MAX_JSON_DEPTH: Final = 256
+
+_SCHEMA_NOT_JSON = "The tool's schema is not JSON data."
+_SCHEMA_NODES = "The tool's schema has more than {limit} nodes."
+_SCHEMA_UNITS = "The tool's schema has more than {limit} string code units."
+_NODES = "The tool's schema and the arguments together have more than {limit} nodes."
+_UNITS = "The tool's schema and the arguments together have more than {limit} string code units."
+_ARGUMENTS_NOT_JSON = "The arguments are not JSON data."
+_FAILED = "The arguments fail the tool's schema: '{keyword}' does not hold at the pointer given."
+
+
+def _pointer(segments: list[str | int]) -> str:
+    """RFC 6901 pointer from a failure's segments (innermost first)."""
+    return "".join(
+        "/" + (str(segment) if type(segment) is int else _escape(str(segment)))
+        for segment in reversed(segments)
+    )
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+class CompiledSchema:
+    """A tool's schema, read and compiled once; ``validate`` is what each call pays."""
+
+    __slots__ = ("_limits", "_nodes_left", "_root", "_units_left")
+
+    def __init__(self, root: SchemaNode, size: Measure, limits: ValidationLimits) -> None:
+        self._root = root
+        self._limits = limits
+        self._nodes_left = limits.max_nodes - size.nodes
+        self._units_left = limits.max_code_units - size.code_units
+
+    def validate(self, instance: Any) -> None:
+        """Raise ``InvalidArguments`` if ``instance`` fails the schema, or
+        ``ToolValidationUnavailable`` if checking it would exceed a bound."""
+        size = measure(instance, self._nodes_left, self._units_left)
+        if size is None:
+            raise InvalidArguments(_ARGUMENTS_NOT_JSON, extra={"pointer": "", "keyword": "type"})
+        if size.nodes > self._nodes_left:
+            raise ToolValidationUnavailable(_NODES.format(limit=self._limits.max_nodes))
+        if size.code_units > self._units_left:
+            raise ToolValidationUnavailable(_UNITS.format(limit=self._limits.max_code_units))
+        failure = evaluate(self._root, instance, 0, Run(self._limits))
+        if failure is not None:
+            keyword = failure.keyword or "false"  # the root schema is ``false`` itself
+            raise InvalidArguments(
+                _FAILED.format(keyword=keyword),
+                extra={"pointer": _pointer(failure.segments), "keyword": keyword},
+            )
+
+    def verdict(self, instance: Any) -> Verdict:
+        try:
+            self.validate(instance)
+        except InvalidArguments:
+            return "invalid"
+        except ToolValidationUnavailable:
+            return "unavailable"
+        return "valid"
+
+
+def _measure_schema(schema: Any, limits: ValidationLimits) -> Measure:
+    size = measure(schema, limits.max_nodes, limits.max_code_units)
+    if size is None:
+        raise ToolValidationUnavailable(_SCHEMA_NOT_JSON)
+    if size.nodes > limits.max_nodes:
+        raise ToolValidationUnavailable(_SCHEMA_NODES.format(limit=limits.max_nodes))
+    if size.code_units > limits.max_code_units:
+        raise ToolValidationUnavailable(_SCHEMA_UNITS.format(limit=limits.max_code_units))
+    return size
+
+
+class _CompileCache:
+    """Compiled schemas (or the reason they were refused) by digest of their canonical JSON.
+
+    A digest rather than the text keeps the cache small however large the schemas are; the
+    compiled graph itself is bounded by the node bound.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[bytes, CompiledSchema | str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def compiled(self, schema: Any) -> CompiledSchema:
+        size = _measure_schema(schema, DEFAULT_LIMITS)
+        if size.depth > _CACHE_MAX_JSON_DEPTH:
+            return CompiledSchema(compile_document(schema, DEFAULT_LIMITS), size, DEFAULT_LIMITS)
+        text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        digest = hashlib.sha256(text.encode("ascii")).digest()
+        with self._lock:
+            entry = self._entries.get(digest)
+            if entry is not None:
+                self._entries.move_to_end(digest)
+        if entry is None:
+            try:
+                entry = CompiledSchema(
+                    compile_document(schema, DEFAULT_LIMITS), size, DEFAULT_LIMITS
+                )
+            except ToolValidationUnavailable as refused:
+                entry = refused.message
+            with self._lock:
+                self._entries[digest] = entry
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        if isinstance(entry, str):
+            raise ToolValidationUnavailable(entry)
+        return entry
+
+
+_CACHE: Final = _CompileCache(_CACHE_SIZE)
+
+
+def compile_schema(schema: Any, limits: ValidationLimits = DEFAULT_LIMITS) -> CompiledSchema:
+    """Read the whole schema once; raise ``ToolValidationUnavailable`` if any of it — unused
+    branches included — is unsupported, malformed, or beyond a schema-side bound.
+
+    With the default limits, equal schemas share one compiled form (see ``_CompileCache``)."""
+    if limits == DEFAULT_LIMITS:
+        return _CACHE.compiled(schema)
+    size = _measure_schema(schema, limits)
+    return CompiledSchema(compile_document(schema, limits), size, limits)
+
+
+def check_schema(schema: Any) -> None:
+    """Raise ``ToolValidationUnavailable`` unless every call to this tool can be checked."""
+    compile_schema(schema)
+
+
+def validate(schema: Any, instance: Any) -> None:
+    """Check ``instance`` against ``schema``: ``InvalidArguments`` with a pointer and keyword, or
+    ``ToolValidationUnavailable`` when the schema or a bound does not allow an answer."""
+    compile_schema(schema).validate(instance)
+
+
+def verdict(schema: Any, instance: Any) -> Verdict:
+    """``validate`` as a word: ``"valid"``, ``"invalid"`` or ``"unavailable"``."""
+    try:
+        compiled = compile_schema(schema)
+    except ToolValidationUnavailable:
+        return "unavailable"
+    return compiled.verdict(instance)

@@ -1,0 +1,201 @@
+"""Real processes for end-to-end tests: a navigator and node agents on 127.0.0.1, each started with
+``python -m meshnav`` exactly as an operator would, and a real MCP client over HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from navigator.auth import hash_token, mint_token
+from registry import AccessStore, Registry, migrate
+
+__all__ = ["MeshHarness", "free_port", "mcp_client", "tool_result"]
+
+STARTUP_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited early:\n{log.read_text()[-3000:]}")
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer in time:\n{log.read_text()[-3000:]}")
+
+
+@dataclass
+class NodeProcess:
+    name: str
+    port: int
+    arguments: list[str]
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class MeshHarness:
+    root: Path
+    heartbeat_s: float = 1.0
+    database_url: str = ""
+    navigator_url: str = ""
+    navigator: subprocess.Popen[bytes] | None = None
+    nodes: dict[str, NodeProcess] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.root / 'registry.db'}"
+        migrate(self.database_url)
+        self.registry = Registry(self.database_url)
+
+    # --- the registry, directly (as the operator's first steps are) ------------------------
+
+    def principal(self, name: str, scopes: list[str] | tuple[str, ...] = (), machine: str | None = None) -> str:
+        token = mint_token()
+        with self.registry.transaction() as session:
+            AccessStore(session).add_principal(name, scopes=scopes, token_hash=hash_token(token), machine=machine)
+        return token
+
+    def grant(self, principal: str, target: str, effect: str = "allow", scopes: tuple[str, ...] = ()) -> int:
+        with self.registry.transaction() as session:
+            return AccessStore(session).grant(principal, target, effect=effect, scopes=scopes).id
+
+    def revoke_grant(self, grant_id: int) -> None:
+        with self.registry.transaction() as session:
+            AccessStore(session).revoke_grant(grant_id)
+
+    # --- processes -------------------------------------------------------------------------
+
+    def _spawn(self, arguments: list[str], log_name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        with (self.root / log_name).open("ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "meshnav", *arguments],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "MESHNAV_HEARTBEAT_S": str(self.heartbeat_s), **self.env, **(env or {})},
+            )
+
+    def start_navigator(self, port: int | None = None) -> str:
+        port = port or free_port()
+        self.navigator = self._spawn(
+            ["navigator", "serve", "--listen", f"127.0.0.1:{port}", "--database", self.database_url],
+            "navigator.log",
+        )
+        self.navigator_url = f"http://127.0.0.1:{port}"
+        _wait_http(self.navigator_url + "/healthz", self.navigator, self.root / "navigator.log")
+        return self.navigator_url
+
+    def stop_navigator(self) -> None:
+        if self.navigator is not None:
+            self.navigator.terminate()
+            self.navigator.wait(timeout=10)
+            self.navigator = None
+
+    def start_node(self, name: str, modules: list[str], seats: list[str] = (), port: int | None = None, token: str | None = None, wait: bool = True) -> NodeProcess:  # type: ignore[assignment]
+        if token is None:
+            token = self.principal(f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}", ["mesh:node"])
+        port = port or free_port()
+        arguments = ["node", "serve", "--name", name, "--navigator", self.navigator_url, "--listen", f"127.0.0.1:{port}"]
+        for module in modules:
+            arguments += ["--module", module]
+        for seat in seats:
+            arguments += ["--seat", seat]
+        process = self._spawn(arguments, f"node-{name}.log", {"MESHNAV_TOKEN": token})
+        node = NodeProcess(name=name, port=port, arguments=arguments, process=process)
+        node.token = token  # type: ignore[attr-defined]
+        self.nodes[name] = node
+        if wait:
+            self.wait_registered(name, process)
+        return node
+
+    def wait_registered(self, name: str, process: subprocess.Popen[bytes] | None = None, since: float | None = None) -> None:
+        """Until the navigator has ``name`` answering with a heartbeat newer than ``since``."""
+        from registry import CatalogStore
+
+        deadline = time.monotonic() + STARTUP_S
+        floor = since or 0.0
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError((self.root / f"node-{name}.log").read_text()[-3000:])
+            with self.registry.transaction() as session:
+                try:
+                    machine = CatalogStore(session).machine(name)
+                except Exception:
+                    machine = None
+            if machine and machine.last_heartbeat_at and machine.last_heartbeat_at.timestamp() >= floor:
+                if any(a.machine == name for a in self._assignments()):
+                    time.sleep(0.3)  # the navigator's catalogue follows within one poll
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"node {name} did not register:\n{(self.root / f'node-{name}.log').read_text()[-3000:]}")
+
+    def _assignments(self) -> list[Any]:
+        from registry import CatalogStore
+
+        with self.registry.transaction() as session:
+            return CatalogStore(session).assignments()
+
+    def kill_node(self, name: str) -> None:
+        node = self.nodes[name]
+        node.process.kill()
+        node.process.wait(timeout=10)
+
+    def restart_node(self, name: str) -> NodeProcess:
+        node = self.nodes[name]
+        since = time.time()
+        process = self._spawn(node.arguments, f"node-{name}.log", {"MESHNAV_TOKEN": node.token})  # type: ignore[attr-defined]
+        node.process = process
+        self.wait_registered(name, process, since=since)
+        return node
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            if node.process.poll() is None:
+                node.process.terminate()
+        for node in self.nodes.values():
+            try:
+                node.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+        self.stop_navigator()
+        self.registry.dispose()
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str | None, **kwargs: Any) -> AsyncIterator[Client[StreamableHttpTransport]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with Client(StreamableHttpTransport(url.rstrip("/") + "/mcp", headers=headers), timeout=60, **kwargs) as client:
+        yield client
+
+
+def tool_result(result: Any) -> dict[str, Any]:
+    """The structured content of a walker answer (error or not)."""
+    structured = result.structured_content
+    assert isinstance(structured, dict), result
+    return structured

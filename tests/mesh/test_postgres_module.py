@@ -1,0 +1,264 @@
+"""The ``postgres`` module against real PostgreSQL servers: each lists its own databases, reads
+happen in a read-only transaction under a statement timeout and a row limit, and no message
+repeats a query, a database name it was given, or the DSN."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+from tests.postgres_server import PostgresServer, start_postgres
+
+from mesh.modules.postgres import build_postgres_module
+
+pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
+
+MARKER = "zq_marker_9731"
+SHOP = [
+    "CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL UNIQUE,"
+    " tier text DEFAULT 'std')",
+    "CREATE TABLE orders (customer_id int NOT NULL REFERENCES customers (id) ON DELETE CASCADE,"
+    " line int, total numeric(10, 2), receipt bytea, placed date, PRIMARY KEY (customer_id, line))",
+    "CREATE SCHEMA crm",
+    "CREATE TABLE crm.leads (email text)",
+    "CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 10",
+    "INSERT INTO customers (name) VALUES ('ann'), ('bob'), ('cyd')",
+    "INSERT INTO orders VALUES (1, 1, 12.50, '\\x00ff', '2024-05-01'), (2, 1, 3, NULL, NULL)",
+]
+
+
+@pytest.fixture(scope="module")
+def shop(postgres_server: PostgresServer) -> Iterator[str]:
+    """A ``shop`` database on the session's server; its DSN."""
+    yield postgres_server.create_database("shop", *SHOP)
+    postgres_server.execute("DROP DATABASE shop WITH (FORCE)")
+
+
+@pytest.fixture
+async def client(shop: str) -> AsyncIterator[Client[Any]]:
+    async with Client(build_postgres_module(shop, statement_timeout_s=1)) as client:
+        yield client
+
+
+async def ok(client: Client[Any], tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(client: Client[Any], tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args, raise_on_error=False)
+    assert result.is_error
+    text = str(result.content[0].text)  # type: ignore[union-attr]
+    assert MARKER not in text
+    return text
+
+
+def count(dsn: str, table: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture(scope="module")
+def other_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A second, separate server holding a ``billing`` database."""
+    with start_postgres(tmp_path_factory.mktemp("other")) as server:
+        server.create_database("billing")
+        yield server
+
+
+async def test_each_server_lists_its_own_databases(
+    postgres_server: PostgresServer, other_server: PostgresServer
+) -> None:
+    inventory = postgres_server.create_database("inventory")
+    try:
+        for dsn, own, foreign in (
+            (inventory, "inventory", "billing"),
+            (other_server.dsn("billing"), "billing", "inventory"),
+        ):
+            async with Client(build_postgres_module(dsn)) as client:
+                listed = (await ok(client, "list_databases"))["databases"]
+            names = {db["name"] for db in listed}
+            assert own in names
+            assert foreign not in names
+            assert [db["name"] for db in listed if db["default"]] == [own]
+    finally:
+        postgres_server.execute("DROP DATABASE inventory WITH (FORCE)")
+
+
+@pytest.mark.parametrize(
+    "database",
+    [
+        "postgresql://postgres@127.0.0.1:{port}/billing",
+        "host=127.0.0.1 port={port} dbname=billing",
+    ],
+)
+async def test_the_database_argument_never_reaches_another_server(
+    client: Client[Any], other_server: PostgresServer, database: str
+) -> None:
+    database = database.format(port=other_server.port)
+    text = await refused(client, "query", sql="SELECT 1", database=database)
+    assert "no database" in text
+
+
+async def test_every_tool_is_read_only(client: Client[Any]) -> None:
+    tools = await client.list_tools()
+    assert {t.name for t in tools} == {"list_databases", "list_tables", "describe_table", "query"}
+    for tool in tools:
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.destructive_hint is False
+        assert tool.output_schema is not None
+        assert tool.title
+
+
+async def test_tables_are_listed_by_schema(client: Client[Any]) -> None:
+    answer = await ok(client, "list_tables")
+    assert answer["database"] == "shop"
+    found = [(t["schema"], t["name"], t["kind"]) for t in answer["tables"]]
+    assert found == [
+        ("crm", "leads", "table"),
+        ("public", "big_orders", "view"),
+        ("public", "customers", "table"),
+        ("public", "orders", "table"),
+    ]
+    crm = await ok(client, "list_tables", schema="crm")
+    assert [t["name"] for t in crm["tables"]] == ["leads"]
+
+
+async def test_another_database_on_the_same_server_can_be_read(client: Client[Any]) -> None:
+    answer = await ok(client, "list_tables", database="postgres", schema="pg_catalog")
+    assert answer["database"] == "postgres"
+    assert "pg_class" in {t["name"] for t in answer["tables"]}
+
+
+async def test_describe_table_gives_columns_keys_and_indexes(client: Client[Any]) -> None:
+    table = await ok(client, "describe_table", table="orders")
+    columns = {c["name"]: c for c in table["columns"]}
+    assert list(columns) == ["customer_id", "line", "total", "receipt", "placed"]
+    assert (columns["customer_id"]["pk"], columns["line"]["pk"], columns["total"]["pk"]) == (
+        1,
+        2,
+        0,
+    )
+    assert columns["total"]["type"] == "numeric(10,2)"
+    assert columns["line"]["notnull"] is True
+    assert [i["name"] for i in table["indexes"]] == ["orders_pkey"]
+    assert table["indexes"][0]["primary"] is True
+    [key] = table["foreign_keys"]
+    assert "REFERENCES customers(id) ON DELETE CASCADE" in key["definition"]
+    customers = await ok(client, "describe_table", table="customers", schema="public")
+    assert customers["columns"][2]["default"] == "'std'::text"
+    leads = await ok(client, "describe_table", table="leads", schema="crm")
+    assert leads["schema"] == "crm"
+
+
+async def test_unknown_names_are_refused_without_repeating_them(client: Client[Any]) -> None:
+    assert "no table" in await refused(client, "describe_table", table=MARKER)
+    text = await refused(client, "query", sql="SELECT 1", database=MARKER)
+    assert "no database" in text
+
+
+async def test_query_returns_columns_and_json_rows(client: Client[Any]) -> None:
+    answer = await ok(
+        client, "query", sql="SELECT customer_id, total, receipt, placed FROM orders ORDER BY 1"
+    )
+    assert answer == {
+        "columns": ["customer_id", "total", "receipt", "placed"],
+        "rows": [[1, "12.50", "\\x00ff", "2024-05-01"], [2, "3.00", None, None]],
+        "truncated": False,
+    }
+
+
+async def test_an_empty_result_still_names_its_columns(client: Client[Any]) -> None:
+    answer = await ok(client, "query", sql="SELECT id, name FROM customers WHERE false")
+    assert answer == {"columns": ["id", "name"], "rows": [], "truncated": False}
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        ("SELECT name FROM customers WHERE id = %s", [2]),
+        ("SELECT name FROM customers WHERE id = %(id)s", {"id": 2}),
+    ],
+)
+async def test_query_binds_parameters(client: Client[Any], sql: str, params: Any) -> None:
+    assert (await ok(client, "query", sql=sql, params=params))["rows"] == [["bob"]]
+
+
+async def test_rows_stop_at_max_rows(client: Client[Any]) -> None:
+    started = time.monotonic()
+    answer = await ok(client, "query", sql="SELECT generate_series(1, 50000000)", max_rows=5)
+    assert answer["rows"] == [[1], [2], [3], [4], [5]]
+    assert answer["truncated"] is True
+    assert time.monotonic() - started < 5  # fetched a page, not fifty million rows
+
+
+async def test_max_rows_is_bounded(client: Client[Any]) -> None:
+    with pytest.raises(ToolError):
+        await client.call_tool("query", {"sql": "SELECT 1", "max_rows": 1001})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM customers",
+        "INSERT INTO customers (name) VALUES ('dan')",
+        "UPDATE customers SET tier = 'vip'",
+        "DROP TABLE orders",
+        "CREATE TABLE extra (a int)",
+        "TRUNCATE customers CASCADE",
+        "WITH gone AS (DELETE FROM customers RETURNING *) SELECT * FROM gone",
+        "SELECT nextval('customers_id_seq')",
+        "SELECT setval('customers_id_seq', 100)",
+        "SELECT * FROM customers FOR UPDATE",
+        "COMMIT",
+        "SELECT 1; DELETE FROM customers",
+    ],
+)
+async def test_query_refuses_writes(client: Client[Any], shop: str, sql: str) -> None:
+    await refused(client, "query", sql=f"{sql} -- {MARKER}")
+    assert count(shop, "customers") == 3
+    assert count(shop, "orders") == 2
+    with psycopg.connect(shop) as conn:
+        row = conn.execute("SELECT last_value FROM customers_id_seq").fetchone()
+    assert row == (3,)
+
+
+async def test_a_write_is_refused_by_the_read_only_transaction(client: Client[Any]) -> None:
+    text = await refused(client, "query", sql="SELECT nextval('customers_id_seq')")
+    assert "read-only" in text
+
+
+async def test_a_slow_query_stops_at_the_statement_timeout(client: Client[Any]) -> None:
+    started = time.monotonic()
+    text = await refused(client, "query", sql="SELECT pg_sleep(30)")
+    assert "statement timeout" in text
+    assert time.monotonic() - started < 10
+
+
+async def test_errors_never_repeat_the_query(client: Client[Any]) -> None:
+    await refused(client, "query", sql=f"SELEC {MARKER}")
+    await refused(client, "query", sql=f"SELECT * FROM {MARKER}")
+    await refused(client, "query", sql=f"SELECT {MARKER} FROM customers")
+    await refused(client, "query", sql=f"SELECT 1/0 AS {MARKER}")
+    await refused(client, "query", sql="SELECT %s::int", params=[MARKER])
+
+
+async def test_connection_errors_never_repeat_the_dsn() -> None:
+    secret = "s3cret-pw"
+    dsn = f"postgresql://someone:{secret}@127.0.0.1:1/nowhere"
+    async with Client(build_postgres_module(dsn, connect_timeout_s=2)) as client:
+        result = await client.call_tool("list_databases", {}, raise_on_error=False)
+    text = str(result.content[0].text)
+    assert result.is_error
+    assert "cannot be reached" in text
+    for part in (secret, "someone", "127.0.0.1", "nowhere"):
+        assert part not in text

@@ -1,0 +1,304 @@
+"""The ``sqlite`` module on real database files: discovery, reading, refusing writes in
+``query``, writing with ``execute``, limits, and errors that never repeat the SQL."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+
+from mesh.errors import ModuleSpecError
+from mesh.modules.sqlite import build_sqlite_module
+
+MARKER = "zq_marker_9731"  # put into SQL and parameters; must never come back in an error
+SLOW = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+
+SHOP = """
+CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, tier TEXT DEFAULT 'std');
+CREATE TABLE orders (
+    id INTEGER PRIMARY KEY,
+    customer_id INTEGER NOT NULL REFERENCES customers(id) ON DELETE CASCADE,
+    total REAL,
+    receipt BLOB
+);
+CREATE INDEX orders_by_customer ON orders(customer_id);
+CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 10;
+INSERT INTO customers (name) VALUES ('ann'), ('bob'), ('cyd');
+INSERT INTO orders (customer_id, total, receipt) VALUES (1, 12.5, x'00ff'), (2, 3.0, NULL);
+"""
+
+
+def make_db(path: Path, script: str) -> Path:
+    with sqlite3.connect(path) as conn:
+        conn.executescript(script)
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    make_db(folder / "shop.db", SHOP)
+    make_db(folder / "metrics.sqlite3", "CREATE TABLE samples (at TEXT, value REAL);")
+    (folder / "notes.txt").write_text("not a database")
+    return folder
+
+
+@pytest.fixture
+async def client(data_dir: Path, tmp_path: Path) -> AsyncIterator[Client[Any]]:
+    single = make_db(tmp_path / "audit.sqlite", "CREATE TABLE events (what TEXT);")
+    server = build_sqlite_module([data_dir, single], time_limit_s=0.5)
+    async with Client(server) as client:
+        yield client
+
+
+async def ok(client: Client[Any], tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(client: Client[Any], tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args, raise_on_error=False)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert MARKER not in text
+    return str(text)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder`` and its bytes: a refused statement changes none and adds none."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def count(path: Path, table: str) -> int:
+    with sqlite3.connect(path) as conn:
+        (n,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    conn.close()
+    return int(n)
+
+
+async def test_databases_are_named_by_file_stem(client: Client[Any]) -> None:
+    listed = (await ok(client, "list_databases"))["databases"]
+    assert [db["name"] for db in listed] == ["metrics", "shop", "audit"]
+    assert all(db["size_bytes"] > 0 for db in listed)
+
+
+async def test_database_argument_lists_its_choices(client: Client[Any]) -> None:
+    for tool in await client.list_tools():
+        schema = tool.input_schema["properties"].get("database")
+        if schema is not None:
+            assert schema["enum"] == ["metrics", "shop", "audit"]
+
+
+async def test_annotations_say_query_reads_and_execute_destroys(client: Client[Any]) -> None:
+    hints = {tool.name: tool.annotations for tool in await client.list_tools()}
+    assert set(hints) == {"list_databases", "list_tables", "describe_table", "query", "execute"}
+    for name, hint in hints.items():
+        assert hint is not None
+        if name == "execute":
+            assert (hint.read_only_hint, hint.destructive_hint) == (False, True)
+        else:
+            assert (hint.read_only_hint, hint.destructive_hint) == (True, False)
+
+
+def test_two_databases_with_one_name_are_refused(tmp_path: Path, data_dir: Path) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    make_db(other / "shop.sqlite", "CREATE TABLE t (a);")
+    with pytest.raises(ModuleSpecError, match="'shop'"):
+        build_sqlite_module([data_dir, other])
+
+
+def test_the_same_file_twice_is_one_database(data_dir: Path) -> None:
+    build_sqlite_module([data_dir, data_dir / "shop.db"])
+
+
+async def test_tables_and_views_are_listed(client: Client[Any]) -> None:
+    tables = (await ok(client, "list_tables", database="shop"))["tables"]
+    assert tables == [
+        {"name": "big_orders", "type": "view"},
+        {"name": "customers", "type": "table"},
+        {"name": "orders", "type": "table"},
+    ]
+
+
+async def test_describe_table_gives_columns_indexes_and_foreign_keys(client: Client[Any]) -> None:
+    table = await ok(client, "describe_table", database="shop", table="orders")
+    columns = {c["name"]: c for c in table["columns"]}
+    assert list(columns) == ["id", "customer_id", "total", "receipt"]
+    assert columns["id"]["pk"] == 1
+    assert columns["customer_id"] == {
+        "name": "customer_id", "type": "INTEGER", "notnull": True, "default": None, "pk": 0
+    }  # fmt: skip
+    assert [i["name"] for i in table["indexes"]] == ["orders_by_customer"]
+    assert table["indexes"][0]["columns"] == ["customer_id"]
+    assert table["foreign_keys"] == [
+        {"columns": ["customer_id"], "table": "customers", "references": ["id"],
+         "on_update": "NO ACTION", "on_delete": "CASCADE"}
+    ]  # fmt: skip
+    customers = await ok(client, "describe_table", database="shop", table="customers")
+    assert customers["columns"][2]["default"] == "'std'"
+    assert customers["indexes"][0]["unique"] is True
+
+
+async def test_unknown_names_are_refused_without_repeating_them(client: Client[Any]) -> None:
+    text = await refused(client, "describe_table", database="shop", table=MARKER)
+    assert "no table" in text
+    text = await refused(client, "list_tables", database=MARKER)
+    assert "no SQLite database" in text
+
+
+async def test_query_returns_columns_and_rows(client: Client[Any]) -> None:
+    answer = await ok(
+        client, "query", database="shop", sql="SELECT id, total, receipt FROM orders ORDER BY id"
+    )
+    assert answer == {
+        "columns": ["id", "total", "receipt"],
+        "rows": [[1, 12.5, {"base64": "AP8="}], [2, 3.0, None]],
+        "truncated": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        ("SELECT name FROM customers WHERE id = ?", [2]),
+        ("SELECT name FROM customers WHERE id = :id", {"id": 2}),
+    ],
+)
+async def test_query_binds_parameters(client: Client[Any], sql: str, params: Any) -> None:
+    answer = await ok(client, "query", database="shop", sql=sql, params=params)
+    assert answer["rows"] == [["bob"]]
+
+
+async def test_query_stops_at_max_rows(client: Client[Any]) -> None:
+    answer = await ok(client, "query", database="shop", sql="SELECT * FROM customers", max_rows=2)
+    assert len(answer["rows"]) == 2
+    assert answer["truncated"] is True
+
+
+async def test_max_rows_is_bounded(client: Client[Any]) -> None:
+    with pytest.raises(ToolError):
+        await client.call_tool("query", {"database": "shop", "sql": "SELECT 1", "max_rows": 1001})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM orders",
+        "UPDATE customers SET name = 'x'",
+        "INSERT INTO customers (name) VALUES ('dan')",
+        "DROP TABLE orders",
+        "CREATE TABLE extra (a)",
+        "ATTACH DATABASE ':memory:' AS other",
+        "VACUUM INTO '{dir}/copy.db'",
+        "PRAGMA user_version = 7",
+        "PRAGMA query_only = OFF",
+        "BEGIN",
+        "REPLACE INTO customers (id, name) VALUES (1, 'x')",
+    ],
+)
+async def test_query_refuses_writes(client: Client[Any], data_dir: Path, sql: str) -> None:
+    before = snapshot(data_dir)
+    sql = sql.format(dir=data_dir)
+    await refused(client, "query", database="shop", sql=f"{sql} -- {MARKER}")
+    assert snapshot(data_dir) == before
+
+
+async def test_query_allows_introspection_pragmas(client: Client[Any]) -> None:
+    answer = await ok(client, "query", database="shop", sql="PRAGMA table_info(customers)")
+    assert [row[1] for row in answer["rows"]] == ["id", "name", "tier"]
+    answer = await ok(client, "query", database="shop", sql="PRAGMA user_version")
+    assert answer["rows"] == [[0]]
+
+
+async def test_query_takes_one_statement(client: Client[Any]) -> None:
+    text = await refused(client, "query", database="shop", sql=f"SELECT 1; SELECT '{MARKER}'")
+    assert "one statement" in text
+
+
+async def test_errors_never_repeat_the_sql_or_its_parameters(client: Client[Any]) -> None:
+    await refused(client, "query", database="shop", sql=f"SELEC {MARKER}")
+    await refused(client, "query", database="shop", sql=f"SELECT * FROM {MARKER}")
+    await refused(client, "query", database="shop", sql="SELECT ?, ?", params=[MARKER])
+    await refused(client, "execute", database="shop", sql=f"INSERT INTO {MARKER} VALUES (1)")
+
+
+async def test_a_runaway_query_stops_at_the_time_limit(client: Client[Any]) -> None:
+    started = time.monotonic()
+    text = await refused(client, "query", database="shop", sql=SLOW)
+    assert "time limit" in text
+    assert time.monotonic() - started < 10
+
+
+async def test_a_long_query_does_not_block_the_event_loop(client: Client[Any]) -> None:
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.05)
+            ticks += 1
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(tick)
+        await refused(client, "query", database="shop", sql=SLOW)
+        tasks.cancel_scope.cancel()
+    assert ticks >= 4  # the 0.5 s query ran while the loop kept ticking
+
+
+async def test_execute_writes_and_commits(client: Client[Any], data_dir: Path) -> None:
+    answer = await ok(
+        client, "execute", database="shop", sql="INSERT INTO customers (name) VALUES (?)",
+        params=["dan"],
+    )  # fmt: skip
+    assert answer == {"rowcount": 1, "lastrowid": 4}
+    assert count(data_dir / "shop.db", "customers") == 4
+    answer = await ok(client, "execute", database="shop", sql="UPDATE customers SET tier = 'vip'")
+    assert answer == {"rowcount": 4, "lastrowid": None}
+
+
+async def test_execute_can_change_the_schema(client: Client[Any]) -> None:
+    await ok(client, "execute", database="metrics", sql="CREATE TABLE hosts (name TEXT)")
+    tables = (await ok(client, "list_tables", database="metrics"))["tables"]
+    assert {"name": "hosts", "type": "table"} in tables
+
+
+async def test_a_failed_execute_changes_nothing(client: Client[Any], data_dir: Path) -> None:
+    sql = "INSERT INTO customers (name) SELECT 'eve' UNION ALL SELECT 'eve'"  # 2nd row breaks
+    text = await refused(client, "execute", database="shop", sql=sql)
+    assert "UNIQUE constraint" in text
+    assert count(data_dir / "shop.db", "customers") == 3
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "ATTACH DATABASE ':memory:' AS other",
+        "VACUUM INTO '{dir}/copy.db'",
+        "PRAGMA journal_mode = WAL",
+        "BEGIN",
+        "SAVEPOINT s",
+    ],
+)
+async def test_execute_refuses_attach_transactions_and_settings(
+    client: Client[Any], data_dir: Path, sql: str
+) -> None:
+    before = snapshot(data_dir)
+    await refused(client, "execute", database="shop", sql=sql.format(dir=data_dir))
+    assert snapshot(data_dir) == before
+
+
+async def test_execute_has_the_time_limit_too(client: Client[Any], data_dir: Path) -> None:
+    sql = f"INSERT INTO customers (name) SELECT 'x' || ({SLOW})"
+    assert "time limit" in await refused(client, "execute", database="shop", sql=sql)
+    assert count(data_dir / "shop.db", "customers") == 3
