@@ -1,0 +1,130 @@
+"""The grant evaluator, rule by rule (SPEC §4; issue 3, acceptance 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from navigator.errors import RegistryUnavailable
+from navigator.grants import Caller, compile_permissions
+from registry import GrantRecord, GrantSnapshot
+
+ALICE = Caller("alice", frozenset({"ops"}))
+ADMIN = Caller("root", frozenset({"mesh:admin"}))
+
+
+def rows(*specs: tuple[str, str, str] | tuple[str, str, str, tuple[str, ...]]) -> GrantSnapshot:
+    records = []
+    for number, spec in enumerate(specs, start=1):
+        principal, effect, target = spec[:3]
+        scopes = spec[3] if len(spec) > 3 else ()  # type: ignore[misc]
+        records.append(GrantRecord(number, principal, target, tuple(scopes), effect, number))
+    return GrantSnapshot(revision=len(records), rows=tuple(records))
+
+
+CASES = [
+    # (why, caller, rows, address, allowed)
+    ("no row, no call", ALICE, rows(), "db1/pg/query", False),
+    ("a new tool is denied by default", ALICE, rows(("alice", "allow", "db1/pg/query")), "db1/pg/drop", False),
+    ("exact address allows", ALICE, rows(("alice", "allow", "db1/pg/query")), "db1/pg/query", True),
+    ("pattern allows", ALICE, rows(("alice", "allow", "*/pg/*")), "db2/pg/query", True),
+    ("prefix target covers what is below", ALICE, rows(("alice", "allow", "db1")), "db1/pg/query", True),
+    ("pattern does not reach another role", ALICE, rows(("alice", "allow", "*/pg/*")), "db2/sqlite/query", False),
+    (
+        "more specific deny beats a broad allow",
+        ALICE,
+        rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/pg/drop")),
+        "db1/pg/drop",
+        False,
+    ),
+    (
+        "more specific allow beats a broad deny",
+        ALICE,
+        rows(("alice", "deny", "db1/*/*"), ("alice", "allow", "db1/pg/query")),
+        "db1/pg/query",
+        True,
+    ),
+    (
+        "leftmost exact segment wins at equal wildcard count",
+        ALICE,
+        rows(("alice", "deny", "*/pg/query"), ("alice", "allow", "db1/*/query")),
+        "db1/pg/query",
+        True,
+    ),
+    (
+        "leftmost exact segment wins, the other way round",
+        ALICE,
+        rows(("alice", "allow", "*/pg/query"), ("alice", "deny", "db1/*/query")),
+        "db1/pg/query",
+        False,
+    ),
+    (
+        "deny wins at equal rank",
+        ALICE,
+        rows(("alice", "allow", "db1/*/*"), ("alice", "deny", "db1/*/*")),
+        "db1/pg/query",
+        False,
+    ),
+    (
+        "deny wins at equal rank whatever the row order",
+        ALICE,
+        rows(("alice", "deny", "*/pg/*"), ("alice", "allow", "*/pg/*")),
+        "db1/pg/query",
+        False,
+    ),
+    (
+        "exact principal beats a more specific * row",
+        ALICE,
+        rows(("*", "deny", "db1/pg/query"), ("alice", "allow", "*/*/*")),
+        "db1/pg/query",
+        True,
+    ),
+    ("* applies to everyone holding its scopes", ALICE, rows(("*", "allow", "*/*/*", ("ops",))), "db1/pg/q", True),
+    ("* without the scope does not apply", ALICE, rows(("*", "allow", "*/*/*", ("dba",))), "db1/pg/q", False),
+    ("an exact row needs its scopes too", ALICE, rows(("alice", "allow", "*/*/*", ("dba",))), "db1/pg/q", False),
+    (
+        "a row that does not apply cannot deny",
+        ALICE,
+        rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/pg/q", ("dba",))),
+        "db1/pg/q",
+        True,
+    ),
+    ("mesh:admin bypasses nothing: no row", ADMIN, rows(), "db1/pg/query", False),
+    (
+        "an explicit deny stops an administrator",
+        ADMIN,
+        rows(("root", "allow", "*/*/*"), ("root", "deny", "db1/pg/drop")),
+        "db1/pg/drop",
+        False,
+    ),
+    ("mesh seats are addressed like any holder", ALICE, rows(("alice", "allow", "mesh/backup/*")), "mesh/backup/run", True),
+]
+
+
+@pytest.mark.parametrize(("why", "caller", "snapshot", "address", "allowed"), CASES, ids=[c[0] for c in CASES])
+def test_grant_rules(why: str, caller: Caller, snapshot: GrantSnapshot, address: str, allowed: bool) -> None:
+    assert compile_permissions(caller, snapshot).permits(address) is allowed, why
+
+
+def test_the_deciding_row_is_named() -> None:
+    snapshot = rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/pg/drop"))
+    decision = compile_permissions(ALICE, snapshot).decide("db1", "pg", "drop")
+    assert decision.row is not None and decision.row.id == 2
+
+
+def test_a_snapshot_that_is_too_large_fails_closed() -> None:
+    with pytest.raises(RegistryUnavailable):
+        compile_permissions(ALICE, None)
+
+
+@pytest.mark.parametrize(
+    "bad", [("alice", "maybe", "*/*/*"), ("alice", "allow", "DB1/*/*"), ("mallory", "allow", "*/*/*")]
+)
+def test_a_malformed_snapshot_fails_closed(bad: tuple[str, str, str]) -> None:
+    with pytest.raises(RegistryUnavailable):
+        compile_permissions(ALICE, rows(bad))
+
+
+def test_fingerprint_moves_with_any_applicable_row() -> None:
+    one = compile_permissions(ALICE, rows(("alice", "allow", "*/*/*")))
+    two = compile_permissions(ALICE, rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/*/*")))
+    assert one.rows_fingerprint != two.rows_fingerprint

@@ -1,0 +1,130 @@
+"""Principals and grants in the registry, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from registry import AccessStore, CatalogStore, Conflict, NotFound, Registry, migrate
+
+pytestmark = pytest.mark.xdist_group("postgres")
+
+
+def test_a_grant_change_moves_row_and_registry_revision_together(registry: Registry) -> None:
+    with registry.transaction() as session:
+        first = AccessStore(session).grant("alice", "db1/*/*", effect="allow")
+    with registry.transaction() as session:
+        changed = AccessStore(session).grant("alice", "db1/*/*", effect="deny")
+        revision = CatalogStore(session).revision("grants")
+    assert changed.id == first.id
+    assert changed.revision > first.revision
+    assert changed.revision == revision
+
+
+def test_a_failed_transaction_moves_no_revision(registry: Registry) -> None:
+    with registry.transaction() as session:
+        before = CatalogStore(session).revision("grants")
+    with pytest.raises(RuntimeError), registry.transaction() as session:
+        AccessStore(session).grant("alice", "*/*/*", effect="allow")
+        raise RuntimeError("abort")
+    with registry.transaction() as session:
+        assert CatalogStore(session).revision("grants") == before
+        assert AccessStore(session).grants() == []
+
+
+def test_revoking_a_grant_bumps_the_revision(registry: Registry) -> None:
+    with registry.transaction() as session:
+        row = AccessStore(session).grant("alice", "*/*/*", effect="allow")
+    with registry.transaction() as session:
+        AccessStore(session).revoke_grant(row.id)
+        assert CatalogStore(session).revision("grants") == row.revision + 1
+    with pytest.raises(NotFound), registry.transaction() as session:
+        AccessStore(session).revoke_grant(row.id)
+
+
+def test_two_operators_at_once_never_lose_a_revision(registry: Registry) -> None:
+    per_thread = 15
+
+    def operator(name: str) -> None:
+        for i in range(per_thread):
+            with registry.transaction() as session:
+                AccessStore(session).grant(name, f"db{i}/*/*", effect="allow")
+
+    threads = [threading.Thread(target=operator, args=(f"op{n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with registry.transaction() as session:
+        rows = AccessStore(session).grants()
+        revision = CatalogStore(session).revision("grants")
+    assert revision == 2 * per_thread
+    assert sorted(r.revision for r in rows) == list(range(1, 2 * per_thread + 1))
+
+
+def test_snapshot_reads_own_and_star_rows_with_the_revision(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.grant("alice", "db1/*/*", effect="allow")
+        store.grant("*", "*/node/*", effect="allow", scopes=["ops"])
+        store.grant("bob", "*/*/*", effect="allow")
+    with registry.transaction() as session:
+        snapshot = AccessStore(session).snapshot("alice", limit=4096)
+    assert snapshot is not None
+    assert snapshot.revision == 3
+    assert [(r.principal, r.target) for r in snapshot.rows] == [("alice", "db1/*/*"), ("*", "*/node/*")]
+
+
+def test_snapshot_of_a_principal_without_rows(registry: Registry) -> None:
+    with registry.transaction() as session:
+        snapshot = AccessStore(session).snapshot("nobody", limit=4096)
+    assert snapshot is not None and snapshot.rows == ()
+
+
+def test_more_rows_than_the_limit_give_no_snapshot(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        for i in range(6):
+            store.grant("alice", f"m{i}/*/*", effect="allow")
+    with registry.transaction() as session:
+        assert AccessStore(session).snapshot("alice", limit=5) is None
+        assert AccessStore(session).snapshot("alice", limit=6) is not None
+
+
+def test_migrating_again_keeps_every_row(registry: Registry, database_url: str) -> None:
+    with registry.transaction() as session:
+        AccessStore(session).grant("alice", "*/*/*", effect="allow")
+        AccessStore(session).add_principal("alice", scopes=["ops"], token_hash="h" * 64)
+    migrate(database_url)
+    migrate(database_url)
+    with registry.transaction() as session:
+        assert len(AccessStore(session).grants()) == 1
+        assert AccessStore(session).principal_by_token("h" * 64) is not None
+        assert CatalogStore(session).revision("grants") == 1
+
+
+def test_principals_keep_only_a_hash_and_rotate(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("alice", scopes=["b", "a", "a"], token_hash="1" * 64)
+        with pytest.raises(Conflict):
+            store.add_principal("alice", scopes=[], token_hash="2" * 64)
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        assert store.principal("alice").scopes == ("a", "b")
+        store.rotate_principal("alice", token_hash="3" * 64)
+        assert store.principal_by_token("1" * 64) is None
+        assert store.principal_by_token("3" * 64) is not None
+        store.revoke_principal("alice")
+        assert store.principal_by_token("3" * 64) is None
+
+
+def test_a_node_principal_is_bound_to_its_first_machine(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
+        store.bind_machine("node-a", "db1")
+        store.bind_machine("node-a", "db1")
+        with pytest.raises(Conflict):
+            store.bind_machine("node-a", "db2")

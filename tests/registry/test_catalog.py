@@ -1,0 +1,116 @@
+"""Machines, assignments, seats, tools and the change log, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from registry import CatalogStore, Conflict, NewTool, Registry
+
+pytestmark = pytest.mark.xdist_group("postgres")
+
+
+def tool(name: str, digest: str = "d" * 64) -> NewTool:
+    return NewTool(name=name, definition={"name": name, "inputSchema": {"type": "object"}}, contract_digest=digest)
+
+
+def test_registering_a_node_again_is_idempotent(registry: Registry) -> None:
+    for _ in range(3):
+        with registry.transaction() as session:
+            store = CatalogStore(session)
+            key = store.register_node("db1", advertise_url="http://127.0.0.1:1", heartbeat_s=5)
+            store.put_assignment("db1", "sqlite", module="sqlite", tools=[tool("query"), tool("list_tables")])
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert [m.name for m in store.machines()] == ["db1"]
+        assignments = store.assignments()
+        assert len(assignments) == 1
+        assert [t.name for t in assignments[0].tools] == ["list_tables", "query"]
+        assert store.node_key("db1") == key and len(key) == 32
+
+
+def test_registering_again_replaces_tools_and_keeps_operator_marks(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("query"), tool("drop")])
+        store.mark_tool("db1", "pg", "drop", "elicit-only")
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment("db1", "pg", module="postgres", tools=[tool("drop", "e" * 64)])
+    with registry.transaction() as session:
+        (assignment,) = CatalogStore(session).assignments()
+    assert [(t.name, t.confirmation, t.contract_digest) for t in assignment.tools] == [("drop", "elicit-only", "e" * 64)]
+
+
+def test_a_retired_assignment_is_restored_by_registering_it_again(registry: Registry) -> None:
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment("db1", "pg", module="postgres", tools=[tool("query")])
+        CatalogStore(session).retire_assignment("db1", "pg")
+    with registry.transaction() as session:
+        assert CatalogStore(session).assignment("db1", "pg").retired
+        CatalogStore(session).put_assignment("db1", "pg", module="postgres", tools=[tool("query")])
+    with registry.transaction() as session:
+        assert not CatalogStore(session).assignment("db1", "pg").retired
+
+
+def test_a_retired_machine_cannot_register_itself_back(registry: Registry) -> None:
+    with registry.transaction() as session:
+        CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=5)
+        CatalogStore(session).retire_machine("db1")
+    with pytest.raises(Conflict), registry.transaction() as session:
+        CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=5)
+    with registry.transaction() as session:
+        CatalogStore(session).add_machine("db1")
+        assert CatalogStore(session).machine("db1").retired_at is None
+
+
+def test_a_seat_moves_between_machines_and_keeps_its_name(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web1", "backup", module="stdio", tools=[tool("run")], seat="backup")
+        store.put_assignment("web2", "backup", module="stdio", tools=[tool("run")])
+    with registry.transaction() as session:
+        assert CatalogStore(session).seats() == {"backup": ("web1", "backup")}
+        CatalogStore(session).place_seat("backup", "web2", "backup")
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.seats() == {"backup": ("web2", "backup")}
+        holders = {a.machine: a.holder for a in store.assignments()}
+    assert holders == {"web1": "web1", "web2": "mesh"}
+
+
+def test_every_change_is_logged_by_machine(registry: Registry) -> None:
+    with registry.transaction() as session:
+        start = CatalogStore(session).last_change()
+        store = CatalogStore(session)
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
+        store.put_assignment("db2", "pg", module="postgres", tools=[tool("q")])
+        store.retire_assignment("db1", "pg")
+    with registry.transaction() as session:
+        changes = CatalogStore(session).changes_since(start)
+    assert [m for _, m in changes] == ["db1", "db2", "db1"]
+    assert [i for i, _ in changes] == sorted(i for i, _ in changes)
+
+
+def test_pruning_keeps_the_newest_entry_so_ids_are_never_reused(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
+        newest = store.last_change()
+        store.prune_changes(datetime.now(UTC) + timedelta(days=1))
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.last_change() == newest
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
+        assert store.last_change() == newest + 1
+
+
+def test_heartbeat_records_the_time(registry: Registry) -> None:
+    with registry.transaction() as session:
+        CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=5)
+    with registry.transaction() as session:
+        at = CatalogStore(session).heartbeat("db1")
+    with registry.transaction() as session:
+        seen = CatalogStore(session).machine("db1").last_heartbeat_at
+    assert seen is not None and abs((seen - at).total_seconds()) < 1 and seen.tzinfo is not None
