@@ -16,6 +16,7 @@ from rich.console import Console
 
 from meshnav.access import Access
 from meshnav.client import CommandError, admin_request, walker_call
+from meshnav.logs import configure_logging
 
 __all__ = ["app"]
 
@@ -457,6 +458,14 @@ def docs_command(
     console.print(f"wrote {out}")
 
 
-def main() -> None:  # pragma: no cover - the console script
-    os.environ.setdefault("FASTMCP_SHOW_CLI_BANNER", "false")
+@app.callback()
+def _setup(
+    log_level: Annotated[str | None, typer.Option("--log-level", envvar="MESHNAV_LOG_LEVEL")] = None,
+) -> None:
+    """Find and call the one tool an agent needs across a mesh of machines."""
+    configure_logging(log_level)
+
+
+def main() -> None:
+    os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
     app()
