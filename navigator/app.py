@@ -17,6 +17,8 @@ from starlette.routing import Mount, Route
 from navigator.api import api_routes
 from navigator.auth import AuthenticationMiddleware
 from navigator.caller import CallerMiddleware
+from navigator.console import console_routes, is_console_path
+from navigator.following import follow_registry
 from navigator.grants import Caller
 from navigator.metrics import METRICS
 from navigator.services import Services
@@ -45,19 +47,6 @@ def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP
         tools=list(walker_tools(services.navigator)),
     )
     return server
-
-
-async def follow_registry(services: Services) -> None:
-    """Keep the catalogue current: apply logged changes (made by other navigators or operators)
-    and notice machines that stop, or start again, answering."""
-    interval = max(0.2, min(1.0, services.settings.heartbeat_s / 5))
-    while True:
-        await anyio.sleep(interval)
-        try:
-            await services.catalog.catch_up()
-            await services.catalog.refresh_heartbeats()
-        except RegistryError:
-            logger.warning("registry unavailable while following it")
 
 
 def _machine_gauge(services: Services) -> dict[str, float]:
@@ -113,6 +102,7 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Sta
             Route("/readyz", readyz),
             Route("/metrics", metrics),
             Mount("/api/v1", routes=api_routes()),
+            *console_routes(),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
@@ -121,6 +111,7 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Sta
     app.add_middleware(
         AuthenticationMiddleware,  # type: ignore[arg-type]
         authenticator=services.authenticator,
-        public=lambda path: path in PUBLIC_PATHS,
+        public=lambda path: path in PUBLIC_PATHS or is_console_path(path),
+        answers_in_band=lambda path: path == "/mcp" or path.startswith("/mcp/"),
     )
     return app

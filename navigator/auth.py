@@ -18,8 +18,15 @@ from typing import Any
 
 import anyio.to_thread
 
-from navigator.errors import NavigatorError, Unauthenticated, error_body, from_registry
+from navigator.errors import (
+    NavigatorError,
+    RegistryUnavailable,
+    Unauthenticated,
+    error_body,
+    from_registry,
+)
 from navigator.grants import Caller
+from navigator.limits import LIMITS
 from registry import AccessStore, Registry, RegistryError
 
 __all__ = [
@@ -62,11 +69,14 @@ class Authenticator:
         if not token:
             raise Unauthenticated()
         if token.startswith(TOKEN_PREFIX):
+            # One transaction reads the principal and its grants: this request's fresh snapshot.
             with self.registry.transaction() as session:
-                principal = AccessStore(session).principal_by_token(hash_token(token))
-            if principal is None or not principal.is_active(datetime.now(UTC)):
-                raise Unauthenticated()
-            return Caller(principal=principal.name, scopes=frozenset(principal.scopes))
+                store = AccessStore(session)
+                principal = store.principal_by_token(hash_token(token))
+                if principal is None or not principal.is_active(datetime.now(UTC)):
+                    raise Unauthenticated()
+                grants = store.snapshot(principal.name, limit=LIMITS.grant_rows)
+            return Caller(principal.name, frozenset(principal.scopes), grants)
         if self.jwt is not None:
             caller = self.jwt(token)
             if caller is not None:
@@ -84,9 +94,15 @@ def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+#: Marks a request whose credentials could not be checked because the registry is down.
+REGISTRY_DOWN = object()
+
+
 def caller_from_scope(scope: Scope) -> Caller:
     """The caller the middleware resolved; missing context means deny."""
     caller = scope.get("state", {}).get("meshnav_caller")
+    if caller is REGISTRY_DOWN:
+        raise RegistryUnavailable()
     if not isinstance(caller, Caller):
         raise Unauthenticated()
     return caller
@@ -114,11 +130,16 @@ class AuthenticationMiddleware:
     """Authenticate every HTTP request except the public paths; 401 with the §9 body otherwise."""
 
     def __init__(
-        self, app: ASGIApp, authenticator: Authenticator, public: Callable[[str], bool]
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        public: Callable[[str], bool],
+        answers_in_band: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.public = public
+        self.answers_in_band = answers_in_band
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.public(scope["path"]):
@@ -131,7 +152,13 @@ class AuthenticationMiddleware:
             await send_error(send, error, ((b"www-authenticate", b'Bearer realm="meshnav"'),))
             return
         except RegistryError as error:
-            await send_error(send, from_registry(error))
+            if not self.answers_in_band(scope["path"]):
+                await send_error(send, from_registry(error))
+                return
+            # MCP answers an outage as a tool error (registry_unavailable), not an HTTP failure;
+            # the request carries no caller, so nothing but that error can come of it.
+            scope.setdefault("state", {})["meshnav_caller"] = REGISTRY_DOWN
+            await self.app(scope, receive, send)
             return
         scope.setdefault("state", {})["meshnav_caller"] = caller
         await self.app(scope, receive, send)

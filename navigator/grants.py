@@ -13,7 +13,7 @@ into "the first row whose target matches decides", which is what ``Permissions.d
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from navigator.addresses import Pattern, parse_pattern, parse_tool_address
@@ -28,10 +28,15 @@ WILDCARD_PRINCIPAL = "*"
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: a principal and the scopes it holds (from its token)."""
+    """Who is calling: a principal and the scopes it holds (from its token).
+
+    ``grants`` is the principal's grant snapshot when it was read from the registry together with
+    the token, in the same transaction, for this one request; ``None`` means "read them now".
+    """
 
     principal: str
     scopes: frozenset[str]
+    grants: GrantSnapshot | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

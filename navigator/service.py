@@ -80,6 +80,10 @@ class Navigator:
         return compile_permissions(caller, snapshot)
 
     async def permissions(self, caller: Caller) -> Permissions:
+        """The caller's grants as the registry holds them now: read with this request's token
+        when it came over HTTP, read here otherwise (stdio). Never from a cache."""
+        if caller.grants is not None:
+            return compile_permissions(caller, caller.grants)
         return await anyio.to_thread.run_sync(self._read_permissions, caller)
 
     async def _grant_revision(self) -> int:

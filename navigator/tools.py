@@ -21,7 +21,7 @@ from navigator.elicitation import InputNeeded, elicitor_for
 from navigator.errors import NavigatorError, from_registry
 from navigator.limits import LIMITS
 from navigator.service import Navigator
-from navigator.validation import compile_schema
+from navigator.validation import CompiledSchema, compile_schema
 from registry import RegistryError
 
 __all__ = ["WALKER_TOOLS", "walker_tools"]
@@ -40,13 +40,21 @@ class WalkerTool(Tool):
 
     navigator: Annotated[Any, Field(exclude=True)] = None
 
+    def _checker(self) -> CompiledSchema:
+        """The tool's own schema, compiled once."""
+        checker = self.__dict__.get("_compiled")
+        if checker is None:
+            checker = compile_schema(self.parameters)
+            self.__dict__["_compiled"] = checker
+        return checker
+
     def get_meta(self) -> dict[str, Any]:
         """No FastMCP bookkeeping in the listing: every byte of it is read by each agent."""
         return {}
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            compile_schema(self.parameters).validate(arguments)
+            self._checker().validate(arguments)
             return await self.answer(arguments)
         except NavigatorError as error:
             return error_answer(error)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, literal_column, or_, select
+from sqlalchemy import bindparam, delete, literal_column, or_, select
 from sqlalchemy.orm import Session
 
 from registry.catalog import CatalogStore
@@ -93,6 +93,38 @@ def _grant_record(row: Grant) -> GrantRecord:
     )
 
 
+# The two reads on every request, built once: statement construction costs more than SQLite's
+# answer, and SQLAlchemy caches their compiled form.
+_BY_TOKEN = select(
+    Principal.name,
+    Principal.scopes,
+    Principal.machine,
+    Principal.expires_at,
+    Principal.revoked_at,
+    Principal.created_at,
+).where(Principal.token_hash == bindparam("token_hash"))
+
+_SNAPSHOT = (
+    select(
+        Revision.value,
+        Grant.id,
+        Grant.principal,
+        Grant.target,
+        Grant.scopes,
+        Grant.effect,
+        Grant.revision,
+    )
+    .select_from(Revision)
+    .outerjoin(
+        Grant,
+        or_(Grant.principal == bindparam("principal"), Grant.principal == literal_column("'*'")),
+    )
+    .where(Revision.name == "grants")
+    .order_by(Grant.id)
+    .limit(bindparam("limit"))
+)
+
+
 class AccessStore:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -133,10 +165,19 @@ class AccessStore:
         return _principal_record(self._principal(name))
 
     def principal_by_token(self, token_hash: str) -> PrincipalRecord | None:
-        row = self.session.execute(
-            select(Principal).where(Principal.token_hash == token_hash)
-        ).scalar_one_or_none()
-        return None if row is None else _principal_record(row)
+        """The principal holding a token (by its hash): one indexed read, no ORM identity work."""
+        self.session.flush()  # Core reads skip autoflush: let them see this transaction's changes
+        row = self.session.connection().execute(_BY_TOKEN, {"token_hash": token_hash}).first()
+        if row is None:
+            return None
+        return PrincipalRecord(
+            name=row[0],
+            scopes=tuple(row[1]),
+            machine=row[2],
+            expires_at=row[3],
+            revoked=row[4] is not None,
+            created_at=row[5],
+        )
 
     def principals(self) -> list[PrincipalRecord]:
         rows = self.session.execute(select(Principal).order_by(Principal.name)).scalars()
@@ -199,20 +240,27 @@ class AccessStore:
     def snapshot(self, principal: str, *, limit: int) -> GrantSnapshot | None:
         """The rows naming ``principal`` or ``*`` and the grant revision, in one indexed query.
 
-        Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
+        The revision row is joined to the grants, so the two are read together even when no grant
+        applies. Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
         """
-        revision = select(Revision.value).where(Revision.name == "grants").scalar_subquery()
-        rows = self.session.execute(
-            select(Grant, revision.label("grant_revision"))
-            .where(or_(Grant.principal == principal, Grant.principal == literal_column("'*'")))
-            .order_by(Grant.id)
-            .limit(limit + 1)
-        ).all()
+        self.session.flush()
+        rows = (
+            self.session.connection()
+            .execute(_SNAPSHOT, {"principal": principal, "limit": limit + 1})
+            .all()
+        )
         if len(rows) > limit:
             return None
-        if not rows:
-            current = self.session.execute(select(revision)).scalar_one()
-            return GrantSnapshot(revision=int(current), rows=())
-        return GrantSnapshot(
-            revision=int(rows[0][1]), rows=tuple(_grant_record(r[0]) for r in rows)
+        records = tuple(
+            GrantRecord(
+                id=row[1],
+                principal=row[2],
+                target=row[3],
+                scopes=tuple(row[4]),
+                effect=row[5],
+                revision=row[6],
+            )
+            for row in rows
+            if row[1] is not None
         )
+        return GrantSnapshot(revision=int(rows[0][0]), rows=records)

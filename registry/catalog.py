@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from registry.errors import Conflict, NotFound
@@ -26,6 +26,8 @@ from registry.models import (
 __all__ = ["AssignmentRecord", "CatalogStore", "MachineRecord", "NewTool", "ToolRecord"]
 
 NODE_KEY_BYTES = 32
+#: The PostgreSQL channel on which catalogue changes are announced.
+NOTIFY_CHANNEL = "meshnav_catalog"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,12 @@ class CatalogStore:
         navigators read the log to catch up (``changes_since``), whatever notifications they missed."""
         self.session.add(CatalogChange(machine=machine))
         self.session.flush()
+        if self.session.get_bind().dialect.name == "postgresql":
+            # Delivered on commit, with the change: navigators wake and read the log at once.
+            self.session.execute(
+                text("SELECT pg_notify(:channel, :machine)"),
+                {"channel": NOTIFY_CHANNEL, "machine": machine},
+            )
 
     def changes_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str]]:
         rows = self.session.execute(

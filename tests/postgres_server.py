@@ -75,6 +75,19 @@ class PostgresServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    def pause(self) -> None:
+        """Stop the server but keep its data, as an outage would (``resume()`` brings it back)."""
+        _run(self, ["pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop"])
+
+    def resume(self) -> None:
+        options = (
+            f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1"
+            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        _run(self, ["pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-w",
+                    "-t", str(START_TIMEOUT_S), "-o", options, "start"])  # fmt: skip
+        _wait_ready(self)
+
     def stop(self) -> None:
         if self.data_dir.exists():
             _run(self, ["pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"], False)

@@ -1,0 +1,74 @@
+"""Keeping one navigator's catalogue current while others, and operators, change the registry.
+
+Every catalogue change is logged in its own transaction (``registry.catalog.CatalogStore.log_change``)
+and, on PostgreSQL, announced with ``pg_notify`` on commit. A navigator applies the log from where
+its view stands: woken at once by the notification, and by a timer otherwise — so a navigator that
+lost the database, or missed notifications, catches up from the log when it returns. The same timer
+notices machines that stop (or start again) answering.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+import psycopg
+
+from registry import RegistryError
+from registry.catalog import NOTIFY_CHANNEL
+
+if TYPE_CHECKING:
+    from navigator.services import Services
+
+__all__ = ["follow_registry"]
+
+logger = logging.getLogger("meshnav.navigator.following")
+
+#: Longest wait before reconnecting the listener after the database went away.
+LISTEN_BACKOFF_MAX_S = 5.0
+
+
+def _libpq_url(database_url: str) -> str:
+    scheme, _, rest = database_url.partition("://")
+    return "postgresql://" + rest if scheme.startswith("postgresql") else database_url
+
+
+async def _listen(url: str, woken: list[anyio.Event]) -> None:
+    """Hold a LISTEN connection; set the current wake event on every notification."""
+    delay = 0.2
+    while True:
+        try:
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5) as conn:
+                await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                delay = 0.2
+                woken[0].set()  # (re)connected: whatever was missed is in the log
+                async for _ in conn.notifies():
+                    woken[0].set()
+        except (psycopg.Error, OSError):
+            logger.warning("registry listener lost its connection; reconnecting")
+        await anyio.sleep(delay)
+        delay = min(delay * 2, LISTEN_BACKOFF_MAX_S)
+
+
+async def follow_registry(services: Services) -> None:
+    interval = max(0.2, min(1.0, services.settings.heartbeat_s / 5))
+    woken = [anyio.Event()]
+    async with anyio.create_task_group() as tasks:
+        if services.registry.is_postgres:
+            tasks.start_soon(_listen, _libpq_url(services.settings.database_url), woken)
+        was_down = False
+        while True:
+            with anyio.move_on_after(interval):
+                await woken[0].wait()
+            woken[0] = anyio.Event()
+            try:
+                await services.catalog.catch_up()
+                await services.catalog.refresh_heartbeats()
+                if was_down:
+                    logger.warning("registry reachable again")
+                was_down = False
+            except RegistryError:
+                if not was_down:
+                    logger.warning("registry unavailable while following it")
+                was_down = True
