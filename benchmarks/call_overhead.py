@@ -32,7 +32,9 @@ Call = Callable[[], Awaitable[object]]
 
 
 def _start(arguments: list[str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_backends.py"), *arguments])
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), *arguments]
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -61,7 +63,9 @@ async def _alternate(paths: dict[str, Call], calls: int) -> dict[str, list[float
     return samples
 
 
-async def _throughput(make: Callable[[], Awaitable[tuple[Client[StreamableHttpTransport], Call]]], seconds: float) -> float:
+async def _throughput(
+    make: Callable[[], Awaitable[tuple[Client[StreamableHttpTransport], Call]]], seconds: float
+) -> float:
     async def worker(deadline: float) -> int:
         client, call = await make()
         done = 0
@@ -97,7 +101,9 @@ async def main(calls: int, seconds: float) -> None:
             headers = {"Authorization": f"Bearer {token}"}
             direct = Client(StreamableHttpTransport(backend_url))
             peer = Client(StreamableHttpTransport(f"http://127.0.0.1:{proxy_port}/mcp"))
-            navigator = Client(StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers))
+            navigator = Client(
+                StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers)
+            )
             async with direct, peer, navigator:
                 paths: dict[str, Call] = {
                     "direct": lambda: direct.call_tool_mcp("echo", {"text": "hi"}),
@@ -106,7 +112,9 @@ async def main(calls: int, seconds: float) -> None:
                         "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
                     ),
                 }
-                result = await navigator.call_tool_mcp("call", {"address": "bench1/echo/echo", "args": {"text": "hi"}})
+                result = await navigator.call_tool_mcp(
+                    "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
+                )
                 assert not result.is_error, result
                 samples = await _alternate(paths, calls)
 
@@ -120,7 +128,9 @@ async def main(calls: int, seconds: float) -> None:
 
             async def make_navigator() -> tuple[Client[StreamableHttpTransport], Call]:
                 c = Client(StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers))
-                return c, lambda: c.call_tool_mcp("call", {"address": "bench1/echo/echo", "args": {"text": "hi"}})
+                return c, lambda: c.call_tool_mcp(
+                    "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
+                )
 
             rates = {
                 "direct": await _throughput(make_direct, seconds),
@@ -134,7 +144,9 @@ async def main(calls: int, seconds: float) -> None:
                 process.wait(timeout=10)
 
     base = statistics.median(samples["direct"])
-    print(f"call overhead, {calls} alternating calls per path, then 10 concurrent clients for {seconds:.0f} s")
+    print(
+        f"call overhead, {calls} alternating calls per path, then 10 concurrent clients for {seconds:.0f} s"
+    )
     print(f"{'path':<16}{'p50 ms':>9}{'p95 ms':>9}{'adds p50':>10}{'calls/s':>10}")
     for name, values in samples.items():
         p50, p95 = statistics.median(values), _percentile(values, 0.95)

@@ -152,7 +152,9 @@ def _code(response: httpx.Response) -> str:
 
 
 async def serve_node(
-    settings: NodeSettings, specs: Sequence[ModuleSpec], seats: Sequence[tuple[str, ModuleSpec]] = ()
+    settings: NodeSettings,
+    specs: Sequence[ModuleSpec],
+    seats: Sequence[tuple[str, ModuleSpec]] = (),
 ) -> None:
     """Serve the modules and run the agent until cancelled."""
     assignments = [Assignment(spec, build_module(spec)) for spec in specs]
@@ -171,7 +173,7 @@ async def serve_node(
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
-        while not server.started:
+        while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
             await anyio.sleep(0.05)
         try:
             await agent.run()

@@ -1,4 +1,4 @@
-"""Call tokens: the navigator signs every forwarded call; the node obeys only what it signed (SPEC §6).
+"""Call tokens: the navigator signs each forwarded call; a node obeys only what it signed (§6).
 
 A token is ``base64url(claims) "." base64url(HMAC-SHA256(key, base64url(claims)))`` where the key is
 the machine's own, issued at registration. The claims name the principal, the address the agent
@@ -25,8 +25,8 @@ from mesh.digests import arguments_digest
 from mesh.errors import CallTokenRejected
 
 __all__ = [
-    "META_KEY",
     "MAX_LIFETIME_S",
+    "META_KEY",
     "CallClaims",
     "CallTokenVerifier",
     "sign_call_token",
@@ -101,7 +101,7 @@ class CallTokenVerifier:
     def verify(
         self, token: object, *, role: str, tool: str, arguments: Mapping[str, Any]
     ) -> CallClaims:
-        """Return the claims of a good token for this call; raise ``CallTokenRejected`` otherwise."""
+        """The claims of a good token for this call; ``CallTokenRejected`` otherwise."""
         key = self._key()
         if key is None or not isinstance(token, str) or token.count(".") != 1:
             raise CallTokenRejected()

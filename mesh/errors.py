@@ -1,10 +1,10 @@
 """The node agent's errors.
 
-    MeshError                     base of everything the node agent raises
-    ├── ModuleSpecError           a ``--module`` spec does not parse (also a ValueError)
-    ├── CallTokenRejected         a call without a valid, unexpired, unreplayed token for exactly
-    │                             that tool and those arguments; answered as ``tool_not_granted``
-    └── EnrolmentFailed           the navigator refused or could not take the node's registration
+MeshError                     base of everything the node agent raises
+├── ModuleSpecError           a ``--module`` spec does not parse (also a ValueError)
+├── CallTokenRejected         a call without a valid, unexpired, unreplayed token for exactly
+│                             that tool and those arguments; answered as ``tool_not_granted``
+└── EnrolmentFailed           the navigator refused or could not take the node's registration
 """
 
 from __future__ import annotations

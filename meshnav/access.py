@@ -11,7 +11,7 @@ from navigator.addresses import parse_pattern
 from navigator.auth import hash_token, mint_token
 from navigator.errors import InvalidAddress
 from navigator.grants import Caller, explain
-from registry import AccessStore, Registry, RegistryError, migrate
+from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
 
 __all__ = ["Access"]
 
@@ -101,7 +101,7 @@ class Access:
         if self.navigator_url:
             body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
             return dict(await self._api("POST", "/grants", body))
-        record = self._direct(
+        record: GrantRecord = self._direct(
             lambda store: store.grant(principal, target, effect=effect, scopes=scopes)
         )
         return record.as_json()
@@ -123,9 +123,9 @@ class Access:
                 await self._api("GET", f"/grants/check?principal={principal}&address={address}")
             )
 
-        def explain(store: AccessStore) -> dict[str, Any]:
+        def decide(store: AccessStore) -> dict[str, Any]:
             record = store.principal(principal)
             snapshot = store.snapshot(principal, limit=4096)
             return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
-        return dict(self._direct(explain))
+        return dict(self._direct(decide))

@@ -29,7 +29,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-navigator_app = typer.Typer(help="The navigator: the MCP server agents talk to.", no_args_is_help=True)
+navigator_app = typer.Typer(
+    help="The navigator: the MCP server agents talk to.", no_args_is_help=True
+)
 node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
 principal_app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
 grant_app = typer.Typer(help="Who may call what.", no_args_is_help=True)
@@ -44,7 +46,9 @@ errors = Console(stderr=True)
 NavigatorOpt = Annotated[
     str | None, typer.Option("--navigator", envvar="MESHNAV_NAVIGATOR_URL", help="Navigator URL.")
 ]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="MESHNAV_TOKEN", help="Bearer token.")]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", envvar="MESHNAV_TOKEN", help="Bearer token.")
+]
 DatabaseOpt = Annotated[
     str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
 ]
@@ -81,7 +85,9 @@ def _need(value: str | None, what: str) -> str:
 @navigator_app.command("serve")
 def navigator_serve(
     listen: Annotated[str | None, typer.Option(envvar="MESHNAV_LISTEN")] = None,
-    database: Annotated[str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")] = None,
+    database: Annotated[
+        str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")
+    ] = None,
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve MCP on stdin/stdout.")] = False,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
@@ -93,14 +99,23 @@ def navigator_serve(
 
 @node_app.command("serve")
 def node_serve(
-    name: Annotated[str, typer.Option("--name", envvar="MESHNAV_NAME", help="This machine's name.")],
-    module: Annotated[list[str], typer.Option("--module", help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND")] = [],  # noqa: B006
+    name: Annotated[
+        str, typer.Option("--name", envvar="MESHNAV_NAME", help="This machine's name.")
+    ],
+    module: Annotated[
+        list[str],
+        typer.Option(
+            "--module", help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND"
+        ),
+    ] = [],  # noqa: B006
     seat: Annotated[list[str], typer.Option("--seat", help="SEAT=SPEC: serve a mesh seat.")] = [],  # noqa: B006
     navigator: NavigatorOpt = None,
     listen: Annotated[str, typer.Option(envvar="MESHNAV_NODE_LISTEN")] = "127.0.0.1:7801",
     advertise: Annotated[str | None, typer.Option(envvar="MESHNAV_ADVERTISE")] = None,
     token: TokenOpt = None,
-    heartbeat: Annotated[float | None, typer.Option("--heartbeat", envvar="MESHNAV_HEARTBEAT_S")] = None,
+    heartbeat: Annotated[
+        float | None, typer.Option("--heartbeat", envvar="MESHNAV_HEARTBEAT_S")
+    ] = None,
     tls_cert: Annotated[str | None, typer.Option("--tls-cert")] = None,
     tls_key: Annotated[str | None, typer.Option("--tls-key")] = None,
 ) -> None:
@@ -115,7 +130,9 @@ def node_serve(
             seats = []
             for text in seat:
                 seat_name, _, spec_text = text.partition("=")
-                seats.append((seat_name, dataclasses.replace(parse_module_spec(spec_text), role=seat_name)))
+                seats.append(
+                    (seat_name, dataclasses.replace(parse_module_spec(spec_text), role=seat_name))
+                )
         except ValueError as error:
             raise CommandError(str(error)) from None
         if not specs and not seats:
@@ -151,8 +168,12 @@ def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE) -> None:
 
 @app.command("demo")
 def demo_command(
-    listen: Annotated[str, typer.Option(help="Navigator address; nodes take the next three ports.")] = "127.0.0.1:7700",
-    data: Annotated[Path, typer.Option(help="Where the demo keeps its registry and databases.")] = Path(".meshnav-demo"),
+    listen: Annotated[
+        str, typer.Option(help="Navigator address; nodes take the next three ports.")
+    ] = "127.0.0.1:7700",
+    data: Annotated[
+        Path, typer.Option(help="Where the demo keeps its registry and databases.")
+    ] = Path(".meshnav-demo"),
 ) -> None:
     """The whole mesh on one machine: a navigator, three nodes, a mesh seat, a demo principal."""
     from meshnav.demo import run_demo
@@ -170,8 +191,12 @@ def _access(navigator: str | None, token: str | None, database: str) -> Access:
 @principal_app.command("add")
 def principal_add(
     name: str,
-    scopes: Annotated[list[str], typer.Option("--scopes", help="Scopes, e.g. mesh:admin mesh:node.")] = [],  # noqa: B006
-    machine: Annotated[str | None, typer.Option(help="Bind a node principal to this machine.")] = None,
+    scopes: Annotated[
+        list[str], typer.Option("--scopes", help="Scopes, e.g. mesh:admin mesh:node.")
+    ] = [],  # noqa: B006
+    machine: Annotated[
+        str | None, typer.Option(help="Bind a node principal to this machine.")
+    ] = None,
     expires: Annotated[float | None, typer.Option(help="Days until the token expires.")] = None,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
@@ -190,7 +215,10 @@ def principal_add(
 
 @principal_app.command("list")
 def principal_list(
-    navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
 ) -> None:
     """List principals (never their tokens)."""
     emit(run(_access(navigator, token, database).list_principals()), as_json)
@@ -215,20 +243,34 @@ def principal_rotate(
 
 @principal_app.command("revoke")
 def principal_revoke(
-    name: str, navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE
+    name: str,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
 ) -> None:
     """Revoke a principal: its token stops working."""
     run(_access(navigator, token, database).revoke_principal(name))
     console.print(f"principal {name} revoked")
 
 
-def _grant(effect: str, principal: str, target: str, scopes: list[str], navigator: str | None, token: str | None, database: str, as_json: bool) -> None:
+def _grant(
+    effect: str,
+    principal: str,
+    target: str,
+    scopes: list[str],
+    navigator: str | None,
+    token: str | None,
+    database: str,
+    as_json: bool,
+) -> None:
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
     row = run(_access(navigator, token, database).grant(effect, principal, target, scopes))
     if as_json:
         emit(row, True)
     else:
-        console.print(f"grant {row['id']}: {effect} {target} for {principal} (revision {row['revision']})")
+        console.print(
+            f"grant {row['id']}: {effect} {target} for {principal} (revision {row['revision']})"
+        )
 
 
 @grant_app.command("allow")
@@ -261,7 +303,10 @@ def grant_deny(
 
 @grant_app.command("list")
 def grant_list(
-    navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
 ) -> None:
     """List grant rows."""
     rows = run(_access(navigator, token, database).list_grants())
@@ -275,7 +320,10 @@ def grant_list(
 
 @grant_app.command("revoke")
 def grant_revoke(
-    grant_id: int, navigator: NavigatorOpt = None, token: TokenOpt = None, database: DatabaseOpt = DEFAULT_DATABASE
+    grant_id: int,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
 ) -> None:
     """Remove a grant row."""
     run(_access(navigator, token, database).revoke_grant(grant_id))
@@ -297,7 +345,9 @@ def grant_check(
         emit(verdict, True)
     else:
         word = "[green]allowed[/]" if verdict["allowed"] else "[red]denied[/]"
-        console.print(f"{verdict['principal']} → {verdict['address']}: {word} — {verdict['reason']}")
+        console.print(
+            f"{verdict['principal']} → {verdict['address']}: {word} — {verdict['reason']}"
+        )
 
 
 # --- operators changing the mesh -----------------------------------------------------------
@@ -307,8 +357,12 @@ def grant_check(
 def register_command(
     machine: str,
     role: str,
-    endpoint: Annotated[str | None, typer.Option(help="URL of a running MCP server (streamable HTTP).")] = None,
-    tools_file: Annotated[Path | None, typer.Option("--tools-file", help="A tools/list result as JSON.")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="URL of a running MCP server (streamable HTTP).")
+    ] = None,
+    tools_file: Annotated[
+        Path | None, typer.Option("--tools-file", help="A tools/list result as JSON.")
+    ] = None,
     module: Annotated[str | None, typer.Option(help="Module name (defaults to the role).")] = None,
     scopes: Annotated[list[str], typer.Option("--scopes", help="Scopes the module declares.")] = [],  # noqa: B006
     grant_scope_holders: Annotated[bool, typer.Option("--grant-scope-holders")] = False,
@@ -350,7 +404,11 @@ def retire_command(
 ) -> None:
     """Retire a machine (``db1``), an assignment (``db1/postgres``) or a seat (``mesh/backup``)."""
     url = navigator or DEFAULT_NAVIGATOR
-    body = run(admin_request(url, _need(token, "a token") if token else "", "POST", "/retire", {"address": address}))
+    body = run(
+        admin_request(
+            url, _need(token, "a token") if token else "", "POST", "/retire", {"address": address}
+        )
+    )
     emit(body, as_json) if as_json else console.print(f"retired {address}")
 
 
@@ -359,7 +417,9 @@ def retire_command(
 
 def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: str | None) -> Any:
     url = navigator or DEFAULT_NAVIGATOR
-    return run(walker_call(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments))
+    return run(
+        walker_call(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments)
+    )
 
 
 @app.command("mesh")
@@ -419,8 +479,12 @@ def describe_command(
 @app.command("call")
 def call_command(
     address: str,
-    args: Annotated[str, typer.Option("--args", help="The tool's arguments as a JSON object.")] = "{}",
-    confirm: Annotated[str | None, typer.Option(help="The token from confirmation_required.")] = None,
+    args: Annotated[
+        str, typer.Option("--args", help="The tool's arguments as a JSON object.")
+    ] = "{}",
+    confirm: Annotated[
+        str | None, typer.Option(help="The token from confirmation_required.")
+    ] = None,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     as_json: JsonOpt = False,
@@ -448,7 +512,9 @@ def call_command(
 
 @app.command("docs")
 def docs_command(
-    out: Annotated[Path, typer.Option(help="Where to write the reference.")] = Path("docs/reference/walker-tools.md"),
+    out: Annotated[Path, typer.Option(help="Where to write the reference.")] = Path(
+        "docs/reference/walker-tools.md"
+    ),
 ) -> None:
     """Write the walker tools' reference from their own definitions."""
     from meshnav.docs import walker_reference
@@ -460,7 +526,9 @@ def docs_command(
 
 @app.callback()
 def _setup(
-    log_level: Annotated[str | None, typer.Option("--log-level", envvar="MESHNAV_LOG_LEVEL")] = None,
+    log_level: Annotated[
+        str | None, typer.Option("--log-level", envvar="MESHNAV_LOG_LEVEL")
+    ] = None,
 ) -> None:
     """Find and call the one tool an agent needs across a mesh of machines."""
     configure_logging(log_level)

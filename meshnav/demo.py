@@ -23,8 +23,8 @@ from rich.console import Console
 
 from meshnav.client import CommandError
 from navigator.app import build_app
-from navigator.catalog import Catalog
 from navigator.auth import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
+from navigator.catalog import Catalog
 from navigator.settings import NavigatorSettings
 from registry import AccessStore, NotFound, Registry, migrate
 
@@ -45,20 +45,25 @@ def _seed_databases(data: Path) -> None:
     """Each machine's own data: db1 keeps inventory, db2 keeps customers, web1 the team's notes."""
     seeds = {
         data / "db1" / "inventory.db": [
-            "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL, stock INTEGER NOT NULL)",
+            "CREATE TABLE products"
+            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, stock INTEGER NOT NULL)",
             "CREATE TABLE warehouses (id INTEGER PRIMARY KEY, city TEXT NOT NULL)",
-            "INSERT INTO products (name, stock) VALUES ('anvil', 12), ('rope', 140), ('lantern', 31)",
+            "INSERT INTO products (name, stock)"
+            " VALUES ('anvil', 12), ('rope', 140), ('lantern', 31)",
             "INSERT INTO warehouses (city) VALUES ('Lyon'), ('Porto')",
         ],
         data / "db2" / "customers.db": [
             "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT)",
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total REAL)",
-            "INSERT INTO customers (name, country) VALUES ('Ada', 'UK'), ('Grace', 'US'), ('Linus', 'FI')",
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY,"
+            " customer_id INTEGER REFERENCES customers(id), total REAL)",
+            "INSERT INTO customers (name, country)"
+            " VALUES ('Ada', 'UK'), ('Grace', 'US'), ('Linus', 'FI')",
             "INSERT INTO orders (customer_id, total) VALUES (1, 99.5), (2, 12.0), (2, 40.25)",
         ],
         data / "web1" / "notes.db": [
             "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT)",
-            "INSERT INTO notes (title, body) VALUES ('on-call', 'Page the db team for db1 and db2.')",
+            "INSERT INTO notes (title, body)"
+            " VALUES ('on-call', 'Page the db team for db1 and db2.')",
         ],
     }
     for path, statements in seeds.items():
@@ -96,7 +101,9 @@ def _prepare(database_url: str) -> tuple[str, dict[str, str]]:
 
 
 @contextmanager
-def _nodes(data: Path, url: str, host: str, port: int, tokens: dict[str, str]) -> Iterator[list[subprocess.Popen[bytes]]]:
+def _nodes(
+    data: Path, url: str, host: str, port: int, tokens: dict[str, str]
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     processes = []
     log = (data / "nodes.log").open("ab")
     try:
@@ -121,6 +128,19 @@ def _nodes(data: Path, url: str, host: str, port: int, tokens: dict[str, str]) -
         log.close()
 
 
+def _prepare_dir(data: Path) -> Path:
+    data = data.resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    return data
+
+
+def _write_secret(path: Path, token: str) -> None:
+    """Only the demo writes its own token to disk, readable by its owner alone (SPEC §10)."""
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+    path.write_text(token + "\n")
+
+
 def _registered(catalog: Catalog, since: datetime) -> set[str]:
     return {
         m.name
@@ -131,14 +151,21 @@ def _registered(catalog: Catalog, since: datetime) -> set[str]:
 
 def _snippet(url: str, token: str) -> str:
     return json.dumps(
-        {"mcpServers": {"meshnav": {"type": "http", "url": f"{url}/mcp", "headers": {"Authorization": f"Bearer {token}"}}}},
+        {
+            "mcpServers": {
+                "meshnav": {
+                    "type": "http",
+                    "url": f"{url}/mcp",
+                    "headers": {"Authorization": f"Bearer {token}"},
+                }
+            }
+        },
         indent=2,
     )
 
 
 async def run_demo(listen: str, data: Path) -> None:
-    data = data.resolve()
-    data.mkdir(parents=True, exist_ok=True)
+    data = await anyio.to_thread.run_sync(_prepare_dir, data)
     host, _, port_text = listen.rpartition(":")
     port = int(port_text)
     url = f"http://{listen}"
@@ -146,8 +173,7 @@ async def run_demo(listen: str, data: Path) -> None:
     await anyio.to_thread.run_sync(_seed_databases, data)
     demo_token, node_tokens = await anyio.to_thread.run_sync(_prepare, database_url)
     token_file = data / "demo.token"
-    token_file.write_text(demo_token + "\n")
-    token_file.chmod(0o600)
+    await anyio.to_thread.run_sync(_write_secret, token_file, demo_token)
 
     settings = NavigatorSettings(database_url=database_url, listen=listen, navigator_url=url)
     app = build_app(settings, migrate_first=False)
@@ -155,7 +181,7 @@ async def run_demo(listen: str, data: Path) -> None:
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
         with anyio.move_on_after(10):
-            while not server.started:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await anyio.sleep(0.05)
         if not server.started:
             raise CommandError(f"the navigator could not listen on {listen}")
@@ -163,7 +189,7 @@ async def run_demo(listen: str, data: Path) -> None:
         with _nodes(data, url, host, port, node_tokens):
             catalog = app.state.meshnav.catalog
             with anyio.move_on_after(30):
-                while len(_registered(catalog, started)) < len(MACHINES):
+                while len(_registered(catalog, started)) < len(MACHINES):  # noqa: ASYNC110
                     await anyio.sleep(0.1)
             answering = _registered(catalog, started)
             if len(answering) < len(MACHINES):
@@ -174,7 +200,9 @@ async def run_demo(listen: str, data: Path) -> None:
             console.print(f"token:        {demo_token}   (also in {token_file})\n")
             console.print("client configuration:")
             print(_snippet(url, demo_token), flush=True)
-            console.print(f"\ntry:  MESHNAV_TOKEN=$(cat {token_file}) meshnav mesh --navigator {url}")
+            console.print(
+                f"\ntry:  MESHNAV_TOKEN=$(cat {token_file}) meshnav mesh --navigator {url}"
+            )
             console.print("Ctrl-C to stop.", style="dim")
             try:
                 await anyio.sleep_forever()

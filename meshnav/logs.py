@@ -9,7 +9,17 @@ import os
 
 __all__ = ["configure_logging"]
 
-QUIET = ("fastmcp", "mcp", "httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access", "sse_starlette", "docket")
+QUIET = (
+    "fastmcp",
+    "mcp",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "uvicorn.access",
+    "sse_starlette",
+    "docket",
+)
 
 
 def configure_logging(level: str | None = None) -> None:

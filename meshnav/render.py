@@ -77,7 +77,9 @@ async def mesh_tree(url: str, token: str, address: str | None) -> MeshTree:
         root = Tree(Text(top["address"] or "mesh", style="bold underline"))
         for entry in top["entries"]:
             branch = root.add(_label(entry))
-            if entry["kind"] in ("machine", "seat", "assignment", "node seat") and not entry["address"].startswith("*"):
+            if entry["kind"] in ("machine", "seat", "assignment", "node seat") and not entry[
+                "address"
+            ].startswith("*"):
                 child = await _seats(client, entry["address"])
                 entry["entries"] = child["entries"]
                 for inner in child["entries"]:
@@ -96,7 +98,9 @@ def search_table(found: dict[str, Any]) -> Table:
         address = result["address"]
         if "holderCount" in result:
             address += f"  ({result['holderCount']} holders)"
-        table.add_row(str(rank), address, result["title"], _status(result["status"]), result["summary"])
+        table.add_row(
+            str(rank), address, result["title"], _status(result["status"]), result["summary"]
+        )
     return table
 
 
@@ -104,12 +108,19 @@ def contract_view(contract: dict[str, Any]) -> RenderableType:
     head = Text(contract["address"], style="bold")
     head.append("  ")
     head.append_text(_status(contract.get("status")))
-    head.append(f"\nconfirmation: {contract['confirmation']}   digest: {contract.get('contractDigest', '')[:16]}…")
+    head.append(
+        f"\nconfirmation: {contract['confirmation']}"
+        f"   digest: {contract.get('contractDigest', '')[:16]}…"
+    )
     parts: list[RenderableType] = [head, Text(contract.get("description") or "")]
     schema = Syntax(json.dumps(contract["inputSchema"], indent=2), "json", word_wrap=True)
     parts.append(Panel(schema, title="inputSchema"))
     if "outputSchema" in contract:
-        parts.append(Panel(Syntax(json.dumps(contract["outputSchema"], indent=2), "json"), title="outputSchema"))
+        parts.append(
+            Panel(
+                Syntax(json.dumps(contract["outputSchema"], indent=2), "json"), title="outputSchema"
+            )
+        )
     if "annotations" in contract:
         parts.append(Text("annotations: " + json.dumps(contract["annotations"]), style="dim"))
     return Panel(Group(*parts), title=contract["title"])
@@ -121,5 +132,12 @@ def grants_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column)
     for row in rows:
         effect = Text(row["effect"], style="green" if row["effect"] == "allow" else "red")
-        table.add_row(str(row["id"]), row["principal"], effect, row["target"], " ".join(row["scopes"]), str(row["revision"]))
+        table.add_row(
+            str(row["id"]),
+            row["principal"],
+            effect,
+            row["target"],
+            " ".join(row["scopes"]),
+            str(row["revision"]),
+        )
     return table

@@ -81,19 +81,13 @@ def _segments(text: object) -> list[str]:
 def _check_segment(index: int, part: str, *, wildcard: bool) -> None:
     if wildcard and part == WILDCARD:
         return
-    if index == 0:
-        ok = is_name(part)
-    elif index == 1:
-        ok = is_name(part)
-    else:
-        ok = is_tool_name(part)
-    if not ok:
+    if not (is_name(part) if index < 2 else is_tool_name(part)):
         raise InvalidAddress()
 
 
 @lru_cache(maxsize=4096)
 def parse_address(text: str) -> Address:
-    """Parse a concrete address or a prefix (``mesh``, ``db1``, ``db1/postgres``, ``db1/postgres/q``)."""
+    """Parse a concrete address or a prefix (``mesh``, ``db1``, ``db1/pg``, ``db1/pg/query``)."""
     parts = _segments(text)
     for index, part in enumerate(parts):
         _check_segment(index, part, wildcard=False)

@@ -66,7 +66,7 @@ def fit_entries(
 ) -> int:
     """How many of ``entries``, from the start, fit under ``base[key]`` within ``limit`` bytes.
 
-    ``reserve`` keeps room for fields added afterwards (a cursor, ``_meta``). Returns 0 when not even
+    ``reserve`` keeps room for fields added afterwards (a cursor, ``_meta``). Returns 0 when not
     the first entry fits; the caller decides whether that is an error.
     """
     budget = limit - reserve - wire_size({**base, key: []})

@@ -39,14 +39,13 @@ PUBLIC_PATHS = ("/healthz", "/readyz", "/metrics")
 
 def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP:
     """The MCP server: exactly the four walker tools."""
-    server = FastMCP(
+    return FastMCP(
         "meshnav",
         instructions=INSTRUCTIONS,
         mask_error_details=True,
         middleware=[CallerMiddleware(set(WALKER_TOOLS), fixed_caller)],
         tools=list(walker_tools(services.navigator)),
     )
-    return server
 
 
 def _machine_gauge(services: Services) -> dict[str, float]:
@@ -79,9 +78,11 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Sta
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with running(services, migrate_first=migrate_first):
-            async with mcp_app.router.lifespan_context(mcp_app):
-                yield
+        async with (
+            running(services, migrate_first=migrate_first),
+            mcp_app.router.lifespan_context(mcp_app),
+        ):
+            yield
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "alive"})

@@ -30,8 +30,8 @@ from navigator.limits import LIMITS
 from registry import AccessStore, Registry, RegistryError
 
 __all__ = [
-    "NODE_SCOPE",
     "ADMIN_SCOPE",
+    "NODE_SCOPE",
     "AuthenticationMiddleware",
     "Authenticator",
     "caller_from_scope",
@@ -41,7 +41,7 @@ __all__ = [
 
 ADMIN_SCOPE = "mesh:admin"
 NODE_SCOPE = "mesh:node"
-TOKEN_PREFIX = "mnv_"
+TOKEN_PREFIX = "mnv_"  # noqa: S105 - a token's visible prefix, not a secret
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,7 +61,9 @@ def hash_token(token: str) -> str:
 class Authenticator:
     """Resolves a bearer token to a ``Caller``; every failure looks the same to the caller."""
 
-    def __init__(self, registry: Registry, jwt: Callable[[str], Caller | None] | None = None) -> None:
+    def __init__(
+        self, registry: Registry, jwt: Callable[[str], Caller | None] | None = None
+    ) -> None:
         self.registry = registry
         self.jwt = jwt
 

@@ -34,7 +34,9 @@ __all__ = ["CallerMiddleware", "current_caller"]
 
 logger = logging.getLogger("meshnav.navigator.calls")
 
-_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("meshnav_caller", default=None)
+_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "meshnav_caller", default=None
+)
 
 
 def current_caller() -> Caller:
@@ -96,4 +98,3 @@ class CallerMiddleware(Middleware):
             elapsed = time.perf_counter() - started
             METRICS.observe_tool(tool, code, elapsed)
             logger.info("%s -> %s in %.1f ms", tool, code, elapsed * 1000)
-

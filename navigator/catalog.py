@@ -1,4 +1,4 @@
-"""The navigator's in-memory catalogue: every live tool by address, machine status, the search index.
+"""The in-memory catalogue: every live tool by address, machine status, the search index.
 
 Loaded whole at start, then kept current piece by piece — an assignment or machine at a time — when
 this navigator changes the registry or another navigator says it did. Nothing here decides who may
@@ -69,7 +69,7 @@ class CatalogTool:
 
 @dataclass(frozen=True, slots=True)
 class CatalogEvent:
-    """What changed, for live views: ``kind`` is machine, assignment or status; ``name`` a prefix."""
+    """What changed, for live views: ``kind`` is machine or status; ``name`` the machine."""
 
     kind: str
     name: str
@@ -297,4 +297,3 @@ class Catalog:
             if queue.full():
                 continue
             queue.put_nowait(event)
-

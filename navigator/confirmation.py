@@ -27,7 +27,7 @@ from navigator.catalog import CatalogTool
 from navigator.errors import ConfirmationRequired
 from navigator.grants import Caller
 
-__all__ = ["NONE", "REQUIRED", "ELICIT_ONLY", "Confirmations", "Elicitor", "needs_confirmation"]
+__all__ = ["ELICIT_ONLY", "NONE", "REQUIRED", "Confirmations", "Elicitor", "needs_confirmation"]
 
 NONE = "none"
 REQUIRED = "required"
@@ -42,7 +42,10 @@ class Elicitor(Protocol):
 
 def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
     annotations = annotations or {}
-    return annotations.get("readOnlyHint") is not True and annotations.get("destructiveHint") is not False
+    return (
+        annotations.get("readOnlyHint") is not True
+        and annotations.get("destructiveHint") is not False
+    )
 
 
 @dataclass(frozen=True, slots=True)

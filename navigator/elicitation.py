@@ -34,7 +34,7 @@ _CONFIRM_SCHEMA: dict[str, Any] = {
 }
 
 
-class InputNeeded(Exception):  # noqa: N818 - a control-flow signal, not a failure
+class InputNeeded(Exception):
     """The call must go back to the client for a person's answer (sessionless era)."""
 
     def __init__(self, result: mt.InputRequiredResult) -> None:

@@ -30,6 +30,7 @@ import registry
 
 __all__ = [
     "ConfirmationRequired",
+    "Conflict",
     "InvalidAddress",
     "InvalidArguments",
     "InvalidCursor",
@@ -37,6 +38,7 @@ __all__ = [
     "NodeAnswerTooLarge",
     "NodeTimeout",
     "NodeUnavailable",
+    "NotFound",
     "RegistryUnavailable",
     "ToolGrantsChanged",
     "ToolNotGranted",
@@ -44,8 +46,6 @@ __all__ = [
     "ToolValidationUnavailable",
     "Unauthenticated",
     "UnknownTool",
-    "Conflict",
-    "NotFound",
     "error_body",
     "from_registry",
 ]
@@ -155,7 +155,7 @@ def error_body(error: NavigatorError) -> dict[str, Any]:
 
 
 class NotFound(NavigatorError):
-    """The admin API's answer for a machine, assignment, seat, principal or grant that is not there."""
+    """The admin API's answer for a machine, assignment, seat, principal or grant not there."""
 
     code = "not_found"
     status = 404

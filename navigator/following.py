@@ -1,6 +1,6 @@
 """Keeping one navigator's catalogue current while others, and operators, change the registry.
 
-Every catalogue change is logged in its own transaction (``registry.catalog.CatalogStore.log_change``)
+Every catalogue change is logged in its own transaction (``CatalogStore.log_change``)
 and, on PostgreSQL, announced with ``pg_notify`` on commit. A navigator applies the log from where
 its view stands: woken at once by the notification, and by a timer otherwise — so a navigator that
 lost the database, or missed notifications, catches up from the log when it returns. The same timer
@@ -39,7 +39,9 @@ async def _listen(url: str, woken: list[anyio.Event]) -> None:
     delay = 0.2
     while True:
         try:
-            async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5) as conn:
+            async with await psycopg.AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=5
+            ) as conn:
                 await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 delay = 0.2
                 woken[0].set()  # (re)connected: whatever was missed is in the log

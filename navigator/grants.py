@@ -117,8 +117,8 @@ def compile_permissions(caller: Caller, snapshot: GrantSnapshot | None) -> Permi
 def explain(caller: Caller, snapshot: GrantSnapshot | None, address: str) -> dict[str, Any]:
     """Which row decides ``address`` for ``caller``, and why (``meshnav grant check``)."""
     parsed = parse_tool_address(address)
-    assert parsed.role is not None and parsed.tool is not None
-    decision = compile_permissions(caller, snapshot).decide(parsed.holder, parsed.role, parsed.tool)
+    holder, role, tool = str(parsed).split("/")
+    decision = compile_permissions(caller, snapshot).decide(holder, role, tool)
     row = decision.row
     return {
         "principal": caller.principal,
@@ -128,6 +128,6 @@ def explain(caller: Caller, snapshot: GrantSnapshot | None, address: str) -> dic
         "reason": (
             "no applicable allow row: denied by default"
             if row is None
-            else f"row {row.id} ({row.effect} {row.target} for {row.principal}) is the most specific"
+            else f"row {row.id} ({row.effect} {row.target} for {row.principal}) decides"
         ),
     }

@@ -49,7 +49,9 @@ class Metrics:
                 running = 0
                 for bound, count in zip(BUCKETS, buckets, strict=False):
                     running += count
-                    lines.append(f'meshnav_tool_seconds_bucket{{tool="{tool}",le="{bound}"}} {running}')
+                    lines.append(
+                        f'meshnav_tool_seconds_bucket{{tool="{tool}",le="{bound}"}} {running}'
+                    )
                 running += buckets[-1]
                 lines.append(f'meshnav_tool_seconds_bucket{{tool="{tool}",le="+Inf"}} {running}')
                 lines.append(f'meshnav_tool_seconds_sum{{tool="{tool}"}} {self._sums[tool]:.6f}')

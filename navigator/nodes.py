@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
 from fastmcp import Client
+from fastmcp.client.progress import ProgressHandler
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp.shared._httpx_utils import McpHttpClientFactory
 from mcp_types import CallToolResult
 
 from mesh.calltokens import META_KEY
@@ -41,7 +43,7 @@ def _is_connect_failure(error: BaseException) -> bool:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, _CONNECT_FAILURES) or isinstance(current, ConnectionRefusedError):
+        if isinstance(current, (*_CONNECT_FAILURES, ConnectionRefusedError)):
             return True
         if isinstance(current, BaseExceptionGroup):
             pending.extend(current.exceptions)
@@ -75,11 +77,11 @@ class NodeConnections:
             if client is None:
                 transport = StreamableHttpTransport(
                     endpoint,
-                    httpx_client_factory=self._factory,
+                    httpx_client_factory=cast(McpHttpClientFactory, self._factory),
                     max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,
                 )
                 client = Client(transport, auto_initialize=True)
-                await client.__aenter__()
+                await client.__aenter__()  # type: ignore[no-untyped-call]  # held open
                 self._clients[endpoint] = client
             return client
 
@@ -94,7 +96,7 @@ class NodeConnections:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             try:
-                await client.__aexit__(None, None, None)
+                await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
             except Exception:  # a dead session may fail to close; it is gone either way
                 logger.debug("closing a node client failed", exc_info=True)
 
@@ -120,7 +122,7 @@ class NodeConnections:
                     result = await client.call_tool_mcp(
                         tool,
                         arguments,
-                        progress_handler=progress,
+                        progress_handler=cast(ProgressHandler | None, progress),
                         meta={META_KEY: token()},
                     )
                 except (Exception, BaseExceptionGroup) as error:

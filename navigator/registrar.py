@@ -66,7 +66,11 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
     for index, tool in enumerate(spec.tools):
         name = tool.get("name") if isinstance(tool, Mapping) else None
         if not isinstance(name, str) or not is_tool_name(name):
-            label = name if isinstance(name, str) and name.isprintable() and len(name) <= 128 else f"#{index}"
+            label = (
+                name
+                if isinstance(name, str) and name.isprintable() and len(name) <= 128
+                else f"#{index}"
+            )
             result.refused.append({"name": label, "reason": "name outside the address grammar"})
             continue
         if name in seen:
@@ -77,7 +81,9 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
             continue
         seen.add(name)
         definition = {k: v for k, v in tool.items() if k != "_meta"}
-        tools.append(NewTool(name=name, definition=definition, contract_digest=contract_digest(definition)))
+        tools.append(
+            NewTool(name=name, definition=definition, contract_digest=contract_digest(definition))
+        )
         result.registered.append(f"{prefix}/{name}")
     return tools
 
@@ -122,7 +128,9 @@ class Registrar:
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
                 store = CatalogStore(session)
-                key = store.register_node(machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s)
+                key = store.register_node(
+                    machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s
+                )
                 served = set()
                 for spec, tools in prepared:
                     served.add(spec.role)
@@ -137,7 +145,11 @@ class Registrar:
                         seat=spec.seat,
                     )
                 for existing in store.assignments(machine=machine):
-                    if existing.role not in served and not existing.retired and _is_node_endpoint(existing.endpoint, advertise_url):
+                    if (
+                        existing.role not in served
+                        and not existing.retired
+                        and _is_node_endpoint(existing.endpoint, advertise_url)
+                    ):
                         store.retire_assignment(machine, existing.role)
                 return key
 
@@ -169,7 +181,9 @@ class Registrar:
                     seat=spec.seat,
                 )
                 if grant_scope_holders and spec.scopes:
-                    AccessStore(session).grant("*", f"{holder}/*", effect="allow", scopes=spec.scopes)
+                    AccessStore(session).grant(
+                        "*", f"{holder}/*", effect="allow", scopes=spec.scopes
+                    )
 
         await anyio.to_thread.run_sync(write)
         if spec.endpoint:
@@ -225,8 +239,6 @@ class Registrar:
 
 def _is_node_endpoint(endpoint: str | None, advertise_url: str) -> bool:
     return endpoint is not None and endpoint.startswith(advertise_url.rstrip("/") + "/")
-
-
 
 
 def _bind(store: AccessStore, principal: str, machine: str) -> None:

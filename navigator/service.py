@@ -117,7 +117,9 @@ class Navigator:
 
     # --- seats -----------------------------------------------------------------------------
 
-    async def seats(self, caller: Caller, address: str | None, cursor: str | None) -> dict[str, Any]:
+    async def seats(
+        self, caller: Caller, address: str | None, cursor: str | None
+    ) -> dict[str, Any]:
         parsed = None if address is None else parse_address(address)
         if parsed is not None and parsed.is_tool:
             raise InvalidAddress("seats walks prefixes; describe a tool by its address.")
@@ -297,4 +299,3 @@ class Navigator:
             (time.perf_counter() - started) * 1000,
         )
         return result
-

@@ -8,7 +8,6 @@ from typing import TypeVar
 
 import anyio.to_thread
 from sqlalchemy.orm import Session
-
 from starlette.requests import Request
 
 from navigator.auth import Authenticator

@@ -26,8 +26,15 @@ from registry import RegistryError
 
 __all__ = ["WALKER_TOOLS", "walker_tools"]
 
-_ADDRESS: dict[str, Any] = {"type": "string"}  # the address parser judges the rest (invalid_address)
-_CURSOR = {"type": "string", "minLength": 1, "maxLength": 512, "description": "nextCursor of the previous page."}
+_ADDRESS: dict[str, Any] = {
+    "type": "string"
+}  # the address parser judges the rest (invalid_address)
+_CURSOR = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 512,
+    "description": "nextCursor of the previous page.",
+}
 
 #: Listing entries and search results are described in the tools' descriptions and the
 #: reference (docs/reference/walker-tools.md); the schemas stay small so the whole listing does.
@@ -137,7 +144,10 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "address": {**_ADDRESS, "description": "A prefix: 'db1', 'db1/postgres', 'mesh'."},
+                    "address": {
+                        **_ADDRESS,
+                        "description": "A prefix: 'db1', 'db1/postgres', 'mesh'.",
+                    },
                     "cursor": _CURSOR,
                 },
                 "additionalProperties": False,
@@ -169,9 +179,18 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                 "type": "object",
                 "properties": {
                     "query": _query_schema(),
-                    "limit": {"type": "integer", "minimum": 1, "maximum": LIMITS.search_limit_max, "default": LIMITS.search_limit_default},
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": LIMITS.search_limit_max,
+                        "default": LIMITS.search_limit_default,
+                    },
                     "within": {**_ADDRESS, "description": "A pattern: '*/postgres/*', 'db1'."},
-                    "schemas": {"type": "boolean", "default": False, "description": "Include each result's inputSchema."},
+                    "schemas": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "Include each result's inputSchema.",
+                    },
                     "cursor": _CURSOR,
                 },
                 "required": ["query"],
@@ -222,8 +241,17 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                 "type": "object",
                 "properties": {
                     "address": {**_ADDRESS, "description": "HOLDER/ROLE/TOOL."},
-                    "args": {"type": "object", "default": {}, "description": "The tool's arguments."},
-                    "confirm": {"type": "string", "minLength": 1, "maxLength": 128, "description": "The token from confirmation_required."},
+                    "args": {
+                        "type": "object",
+                        "default": {},
+                        "description": "The tool's arguments.",
+                    },
+                    "confirm": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 128,
+                        "description": "The token from confirmation_required.",
+                    },
                 },
                 "required": ["address"],
                 "additionalProperties": False,
@@ -255,4 +283,3 @@ def walker_tools(navigator: Navigator) -> list[WalkerTool]:
             )
         )
     return tools
-

@@ -31,7 +31,9 @@ async def pull_tools(endpoint: str) -> list[dict[str, Any]]:
                 tools = await client.list_tools()
     except TimeoutError:
         raise NodeTimeout("The server did not list its tools in time.") from None
-    except Exception as error:  # any failure to reach or read it; its text may hold the URL's secrets
+    except (
+        Exception
+    ) as error:  # any failure to reach or read it; its text may hold the URL's secrets
         logger.info("pulling tools failed: %s", type(error).__name__)
         raise NodeUnavailable("The server at that endpoint could not be read.") from None
     return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]

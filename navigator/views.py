@@ -22,7 +22,9 @@ def mesh_view(catalog: Catalog) -> dict[str, Any]:
             "name": record.name,
             "status": catalog.machine_status(record.name, now),
             "advertise": record.advertise_url,
-            "lastHeartbeat": record.last_heartbeat_at.isoformat() if record.last_heartbeat_at else None,
+            "lastHeartbeat": record.last_heartbeat_at.isoformat()
+            if record.last_heartbeat_at
+            else None,
             "assignments": [],
         }
     seats = []

@@ -226,8 +226,8 @@ class AccessStore:
         return _grant_record(row)
 
     def revoke_grant(self, grant_id: int) -> None:
-        deleted = self.session.execute(delete(Grant).where(Grant.id == grant_id)).rowcount
-        if not deleted:
+        result = self.session.execute(delete(Grant).where(Grant.id == grant_id))
+        if not getattr(result, "rowcount", 0):
             raise NotFound("No such grant.")
         CatalogStore(self.session).bump("grants")
 

@@ -32,7 +32,7 @@ NOTIFY_CHANNEL = "meshnav_catalog"
 
 @dataclass(frozen=True, slots=True)
 class NewTool:
-    """A tool as a module's ``tools/list`` gave it, with the contract digest computed by the caller."""
+    """A tool as a module's ``tools/list`` gave it, with its contract digest (the caller's)."""
 
     name: str
     definition: dict[str, Any]
@@ -99,7 +99,7 @@ class CatalogStore:
     # --- revisions -------------------------------------------------------------------------
 
     def bump(self, counter: str) -> int:
-        """Move a revision counter atomically (row-locked on PostgreSQL) and return its new value."""
+        """Move a revision counter atomically (row-locked on PostgreSQL); return its new value."""
         value = self.session.execute(
             update(Revision)
             .where(Revision.name == counter)
@@ -110,7 +110,8 @@ class CatalogStore:
 
     def log_change(self, machine: str) -> None:
         """Record that ``machine``'s part of the catalogue changed, in the caller's transaction;
-        navigators read the log to catch up (``changes_since``), whatever notifications they missed."""
+        navigators read the log to catch up (``changes_since``), whatever notifications they missed.
+        """
         self.session.add(CatalogChange(machine=machine))
         self.session.flush()
         if self.session.get_bind().dialect.name == "postgresql":
@@ -211,7 +212,9 @@ class CatalogStore:
 
     def node_key(self, machine: str) -> bytes | None:
         return self.session.execute(
-            select(NodeKey.key).join(Machine, NodeKey.machine_id == Machine.id).where(Machine.name == machine)
+            select(NodeKey.key)
+            .join(Machine, NodeKey.machine_id == Machine.id)
+            .where(Machine.name == machine)
         ).scalar_one_or_none()
 
     def node_keys(self) -> dict[str, bytes]:

@@ -24,7 +24,7 @@ STATEMENT_TIMEOUT_S = 5
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``: SQLite gets WAL, foreign keys and a busy timeout; PostgreSQL psycopg 3."""
+    """An engine for ``url``: SQLite with WAL, foreign keys, a busy timeout; or PostgreSQL."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):

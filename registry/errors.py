@@ -2,7 +2,7 @@
 
     RegistryError                 base of everything the registry raises
     ├── RegistryUnavailable       the database cannot be reached or answered with a storage error
-    ├── NotFound                  a named machine, assignment, seat, principal or grant does not exist
+    ├── NotFound                  no such machine, assignment, seat, principal or grant
     └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
                                   node principal registering another machine)
 

@@ -33,22 +33,32 @@ def seed_sqlite(path: Path, statements: list[str]) -> None:
 def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeshHarness]:
     """The demo's shape: db1 and db2 with their own SQLite data, web1 holding the mesh seat."""
     root = tmp_path_factory.mktemp("mesh")
-    seed_sqlite(root / "db1" / "inventory.db", [
-        "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT)",
-        "INSERT INTO products (name) VALUES ('anvil'), ('rope')",
-    ])
-    seed_sqlite(root / "db2" / "customers.db", [
-        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)",
-        "INSERT INTO customers (name) VALUES ('Ada')",
-    ])
-    seed_sqlite(root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"])
+    seed_sqlite(
+        root / "db1" / "inventory.db",
+        [
+            "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT)",
+            "INSERT INTO products (name) VALUES ('anvil'), ('rope')",
+        ],
+    )
+    seed_sqlite(
+        root / "db2" / "customers.db",
+        [
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)",
+            "INSERT INTO customers (name) VALUES ('Ada')",
+        ],
+    )
+    seed_sqlite(
+        root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"]
+    )
     harness = MeshHarness(root / "run")
     harness.agent_token = harness.principal("agent")  # type: ignore[attr-defined]
     harness.grant("agent", "*/*/*")
     harness.start_navigator()
     harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
     harness.start_node("db2", ["node", f"sqlite:{root / 'db2'}"], wait=False)
-    harness.start_node("web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False)
+    harness.start_node(
+        "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
+    )
     for name in ("db1", "db2", "web1"):
         harness.wait_registered(name, harness.nodes[name].process)
     try:

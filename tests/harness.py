@@ -76,13 +76,19 @@ class MeshHarness:
 
     # --- the registry, directly (as the operator's first steps are) ------------------------
 
-    def principal(self, name: str, scopes: list[str] | tuple[str, ...] = (), machine: str | None = None) -> str:
+    def principal(
+        self, name: str, scopes: list[str] | tuple[str, ...] = (), machine: str | None = None
+    ) -> str:
         token = mint_token()
         with self.registry.transaction() as session:
-            AccessStore(session).add_principal(name, scopes=scopes, token_hash=hash_token(token), machine=machine)
+            AccessStore(session).add_principal(
+                name, scopes=scopes, token_hash=hash_token(token), machine=machine
+            )
         return token
 
-    def grant(self, principal: str, target: str, effect: str = "allow", scopes: tuple[str, ...] = ()) -> int:
+    def grant(
+        self, principal: str, target: str, effect: str = "allow", scopes: tuple[str, ...] = ()
+    ) -> int:
         with self.registry.transaction() as session:
             return AccessStore(session).grant(principal, target, effect=effect, scopes=scopes).id
 
@@ -92,19 +98,33 @@ class MeshHarness:
 
     # --- processes -------------------------------------------------------------------------
 
-    def _spawn(self, arguments: list[str], log_name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, arguments: list[str], log_name: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         with (self.root / log_name).open("ab") as log:
             return subprocess.Popen(
                 [sys.executable, "-m", "meshnav", *arguments],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "MESHNAV_HEARTBEAT_S": str(self.heartbeat_s), **self.env, **(env or {})},
+                env={
+                    **os.environ,
+                    "MESHNAV_HEARTBEAT_S": str(self.heartbeat_s),
+                    **self.env,
+                    **(env or {}),
+                },
             )
 
     def start_navigator(self, port: int | None = None) -> str:
         port = port or free_port()
         self.navigator = self._spawn(
-            ["navigator", "serve", "--listen", f"127.0.0.1:{port}", "--database", self.database_url],
+            [
+                "navigator",
+                "serve",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--database",
+                self.database_url,
+            ],
             "navigator.log",
         )
         self.navigator_url = f"http://127.0.0.1:{port}"
@@ -117,11 +137,30 @@ class MeshHarness:
             self.navigator.wait(timeout=10)
             self.navigator = None
 
-    def start_node(self, name: str, modules: list[str], seats: list[str] = (), port: int | None = None, token: str | None = None, wait: bool = True) -> NodeProcess:  # type: ignore[assignment]
+    def start_node(
+        self,
+        name: str,
+        modules: list[str],
+        seats: list[str] = (),
+        port: int | None = None,
+        token: str | None = None,
+        wait: bool = True,
+    ) -> NodeProcess:  # type: ignore[assignment]
         if token is None:
-            token = self.principal(f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}", ["mesh:node"])
+            token = self.principal(
+                f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}", ["mesh:node"]
+            )
         port = port or free_port()
-        arguments = ["node", "serve", "--name", name, "--navigator", self.navigator_url, "--listen", f"127.0.0.1:{port}"]
+        arguments = [
+            "node",
+            "serve",
+            "--name",
+            name,
+            "--navigator",
+            self.navigator_url,
+            "--listen",
+            f"127.0.0.1:{port}",
+        ]
         for module in modules:
             arguments += ["--module", module]
         for seat in seats:
@@ -134,7 +173,9 @@ class MeshHarness:
             self.wait_registered(name, process)
         return node
 
-    def wait_registered(self, name: str, process: subprocess.Popen[bytes] | None = None, since: float | None = None) -> None:
+    def wait_registered(
+        self, name: str, process: subprocess.Popen[bytes] | None = None, since: float | None = None
+    ) -> None:
         """Until the navigator has ``name`` answering with a heartbeat newer than ``since``."""
         from registry import CatalogStore
 
@@ -148,12 +189,18 @@ class MeshHarness:
                     machine = CatalogStore(session).machine(name)
                 except Exception:
                     machine = None
-            if machine and machine.last_heartbeat_at and machine.last_heartbeat_at.timestamp() >= floor:
-                if any(a.machine == name for a in self._assignments()):
-                    time.sleep(0.3)  # the navigator's catalogue follows within one poll
-                    return
+            fresh = (
+                machine
+                and machine.last_heartbeat_at
+                and machine.last_heartbeat_at.timestamp() >= floor
+            )
+            if fresh and any(a.machine == name for a in self._assignments()):
+                time.sleep(0.3)  # the navigator's catalogue follows within one poll
+                return
             time.sleep(0.05)
-        raise RuntimeError(f"node {name} did not register:\n{(self.root / f'node-{name}.log').read_text()[-3000:]}")
+        raise RuntimeError(
+            f"node {name} did not register:\n{(self.root / f'node-{name}.log').read_text()[-3000:]}"
+        )
 
     def _assignments(self) -> list[Any]:
         from registry import CatalogStore
@@ -188,9 +235,13 @@ class MeshHarness:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str | None, **kwargs: Any) -> AsyncIterator[Client[StreamableHttpTransport]]:
+async def mcp_client(
+    url: str, token: str | None, **kwargs: Any
+) -> AsyncIterator[Client[StreamableHttpTransport]]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with Client(StreamableHttpTransport(url.rstrip("/") + "/mcp", headers=headers), timeout=60, **kwargs) as client:
+    async with Client(
+        StreamableHttpTransport(url.rstrip("/") + "/mcp", headers=headers), timeout=60, **kwargs
+    ) as client:
         yield client
 
 

@@ -1,4 +1,4 @@
-"""The navigator's HTTP API under ``/api/v1``: nodes enrol and heartbeat; operators change the mesh."""
+"""The HTTP API under ``/api/v1``: nodes enrol and heartbeat; operators change the mesh."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ async def retire(request: Request) -> dict[str, Any]:
         raise InvalidAddress("Retire a machine, an assignment or a seat.")
     found = services(request)
     machine, role = address.holder, address.role
-    if address.holder == MESH:
+    if address.holder == MESH and role is not None:
         placed = (await found.transact(lambda session: CatalogStore(session).seats())).get(role)
         if placed is None:
             raise NotFound("No such seat.")
@@ -332,4 +332,3 @@ async def check_grant(request: Request) -> dict[str, Any]:
 def _name(name: str, *, machine: bool = False) -> None:
     if not (is_machine_name(name) if machine else is_name(name)):
         raise InvalidAddress("The name is not valid.")
-

@@ -1,4 +1,4 @@
-"""Node enrolment and heartbeats (scope ``mesh:node``; a node principal speaks only for its machine)."""
+"""Node enrolment and heartbeats (``mesh:node``; a node principal speaks only for its machine)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,9 @@ def openapi_document() -> dict[str, Any]:
                 "200": {"description": "Done.", "content": {"application/json": {"schema": {}}}},
                 "default": {
                     "description": "A SPEC §9 error.",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
                 },
             },
         }
@@ -51,12 +53,18 @@ def openapi_document() -> dict[str, Any]:
         if parameters:
             operation["parameters"] = parameters
         if model is not None:
-            schema = model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+            schema = model.model_json_schema(
+                by_alias=True, ref_template="#/components/schemas/{model}"
+            )
             schemas.update(schema.pop("$defs", {}))
             schemas[model.__name__] = schema
             operation["requestBody"] = {
                 "required": True,
-                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}
+                    }
+                },
             }
         paths.setdefault(path, {})[method.lower()] = operation
     return {

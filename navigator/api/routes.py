@@ -40,5 +40,7 @@ ROUTES = [
 
 def api_routes() -> list[BaseRoute]:
     routes: list[BaseRoute] = [Route("/openapi.json", openapi_endpoint, methods=["GET"])]
-    routes += [Route(path, handler(endpoint), methods=[method]) for path, method, endpoint, _ in ROUTES]
+    routes += [
+        Route(path, handler(endpoint), methods=[method]) for path, method, endpoint, _ in ROUTES
+    ]
     return routes

@@ -1,4 +1,4 @@
-"""Alembic environment: the URL comes from the caller (``registry.database.migrate``), never a file."""
+"""Alembic environment: the URL comes from ``registry.database.migrate``, never from a file."""
 
 from __future__ import annotations
 

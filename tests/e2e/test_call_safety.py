@@ -21,7 +21,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
 
 def _insert(name: str) -> dict[str, Any]:
-    return {"database": "inventory", "sql": "INSERT INTO products (name) VALUES (?)", "params": [name]}
+    return {
+        "database": "inventory",
+        "sql": "INSERT INTO products (name) VALUES (?)",
+        "params": [name],
+    }
 
 
 async def _count(client: Client[Any], name: str) -> int:
@@ -29,7 +33,11 @@ async def _count(client: Client[Any], name: str) -> int:
         "call",
         {
             "address": "db1/sqlite/query",
-            "args": {"database": "inventory", "sql": "SELECT count(*) FROM products WHERE name = ?", "params": [name]},
+            "args": {
+                "database": "inventory",
+                "sql": "SELECT count(*) FROM products WHERE name = ?",
+                "params": [name],
+            },
         },
     )
     assert not result.is_error, result
@@ -43,18 +51,26 @@ async def test_destructive_tool_needs_the_one_time_confirm_token(mesh: MeshHarne
         first = tool_result(await client.call_tool_mcp("call", call))
         assert first["error"] == "confirmation_required" and first["status"] == 428
         assert await _count(client, name) == 0
-        other = tool_result(await client.call_tool_mcp("call", {**call, "args": _insert("x"), "confirm": first["confirm"]}))
+        other = tool_result(
+            await client.call_tool_mcp(
+                "call", {**call, "args": _insert("x"), "confirm": first["confirm"]}
+            )
+        )
         assert other["error"] == "confirmation_required", "a token is bound to the arguments"
         done = await client.call_tool_mcp("call", {**call, "confirm": first["confirm"]})
         assert not done.is_error, done
-        again = tool_result(await client.call_tool_mcp("call", {**call, "confirm": first["confirm"]}))
+        again = tool_result(
+            await client.call_tool_mcp("call", {**call, "confirm": first["confirm"]})
+        )
         assert again["error"] == "confirmation_required", "a token is good once"
         assert await _count(client, name) == 1
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("answer", ["accept", "decline"])
-async def test_elicitation_asks_the_person_in_both_protocol_eras(mesh: MeshHarness, mode: str, answer: str) -> None:
+async def test_elicitation_asks_the_person_in_both_protocol_eras(
+    mesh: MeshHarness, mode: str, answer: str
+) -> None:
     asked: list[str] = []
 
     async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
@@ -65,10 +81,13 @@ async def test_elicitation_asks_the_person_in_both_protocol_eras(mesh: MeshHarne
 
     name = f"elicited-{uuid.uuid4().hex[:8]}"
     transport = StreamableHttpTransport(
-        mesh.navigator_url + "/mcp", headers={"Authorization": f"Bearer {mesh.agent_token}"}  # type: ignore[attr-defined]
+        mesh.navigator_url + "/mcp",
+        headers={"Authorization": f"Bearer {mesh.agent_token}"},  # type: ignore[attr-defined]
     )
     async with Client(transport, elicitation_handler=handler, mode=mode, timeout=60) as client:  # type: ignore[arg-type]
-        result = await client.call_tool_mcp("call", {"address": "db1/sqlite/execute", "args": _insert(name)})
+        result = await client.call_tool_mcp(
+            "call", {"address": "db1/sqlite/execute", "args": _insert(name)}
+        )
         count = await _count(client, name)
     assert asked and "db1/sqlite/execute" in asked[0]
     if answer == "accept":
@@ -113,7 +132,9 @@ def _token(mesh: MeshHarness, arguments: dict[str, Any], **overrides: Any) -> st
     return sign_call_token(key, **claims)
 
 
-async def test_a_node_refuses_calls_without_a_valid_token_and_runs_nothing(mesh: MeshHarness) -> None:
+async def test_a_node_refuses_calls_without_a_valid_token_and_runs_nothing(
+    mesh: MeshHarness,
+) -> None:
     node = mesh.nodes["db1"]
     name = f"direct-{uuid.uuid4().hex[:8]}"
     arguments = _insert(name)
@@ -144,7 +165,8 @@ async def test_a_node_refuses_calls_without_a_valid_token_and_runs_nothing(mesh:
 def test_a_node_principal_may_not_speak_for_another_machine(mesh: MeshHarness) -> None:
     token = mesh.nodes["db1"].token  # type: ignore[attr-defined]
     response = httpx.post(
-        f"{mesh.navigator_url}/api/v1/nodes/db2/heartbeat", headers={"Authorization": f"Bearer {token}"}
+        f"{mesh.navigator_url}/api/v1/nodes/db2/heartbeat",
+        headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 403
     assert response.json()["error"] == "tool_not_granted"

@@ -39,14 +39,27 @@ async def test_no_canary_reaches_an_answer_or_a_log(mesh: MeshHarness) -> None:
     response = httpx.post(
         f"{mesh.navigator_url}/api/v1/assignments",
         headers={"Authorization": f"Bearer {admin}"},
-        json={"machine": "canary1", "role": "tools", "tools": [{"name": "weird", "inputSchema": bad_schema}]},
+        json={
+            "machine": "canary1",
+            "role": "tools",
+            "tools": [{"name": "weird", "inputSchema": bad_schema}],
+        },
     )
     assert response.status_code == 200, response.text
     mesh.grant("agent", "canary1/*/*")
     calls = [
         ("call", {"address": "db1/sqlite/query", "args": {"database": c[0], "sql": c[1]}}),
-        ("call", {"address": "db1/sqlite/query", "args": {"database": "inventory", "sql": f"SELECT {c[1]} FROM nowhere"}}),
-        ("call", {"address": "db1/sqlite/list_tables", "args": {"database": "inventory", c[2]: c[2]}}),
+        (
+            "call",
+            {
+                "address": "db1/sqlite/query",
+                "args": {"database": "inventory", "sql": f"SELECT {c[1]} FROM nowhere"},
+            },
+        ),
+        (
+            "call",
+            {"address": "db1/sqlite/list_tables", "args": {"database": "inventory", c[2]: c[2]}},
+        ),
         ("call", {"address": "db1/sqlite/list_tables", "args": {"database": {"nested": c[3]}}}),
         ("call", {"address": f"db1/sqlite/{c[4]}"}),
         ("call", {"address": "canary1/tools/weird", "args": {"q": c[7]}}),
@@ -72,7 +85,9 @@ async def test_no_canary_reaches_an_answer_or_a_log(mesh: MeshHarness) -> None:
         _assert_clean(log.read_text(errors="replace"))
 
 
-async def test_a_failing_storage_layer_leaks_nothing(postgres_server: PostgresServer, tmp_path: Path) -> None:
+async def test_a_failing_storage_layer_leaks_nothing(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
     name = f"{CANARIES[0]}db"
     url = postgres_server.create_database(name)
     migrate(url)
@@ -85,7 +100,11 @@ async def test_a_failing_storage_layer_leaks_nothing(postgres_server: PostgresSe
         postgres_server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         server = build_mcp(services, fixed_caller=Caller("alice", frozenset()))
         async with Client(server) as client:
-            for tool, arguments in [("seats", {}), ("search", {"query": "x"}), ("call", {"address": "db1/a/b"})]:
+            for tool, arguments in [
+                ("seats", {}),
+                ("search", {"query": "x"}),
+                ("call", {"address": "db1/a/b"}),
+            ]:
                 result = await client.call_tool_mcp(tool, arguments)
                 text = result.model_dump_json()
                 _assert_clean(text)

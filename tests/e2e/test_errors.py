@@ -49,15 +49,24 @@ async def test_malformed_address_is_invalid_address(mesh: MeshHarness, address: 
 
 async def test_unknown_tool(mesh: MeshHarness) -> None:
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
-        assert _error(await client.call_tool_mcp("call", {"address": "db1/sqlite/drop_everything"})) == "unknown_tool"
-        assert _error(await client.call_tool_mcp("describe", {"address": "db9/sqlite/query"})) == "unknown_tool"
+        assert (
+            _error(await client.call_tool_mcp("call", {"address": "db1/sqlite/drop_everything"}))
+            == "unknown_tool"
+        )
+        assert (
+            _error(await client.call_tool_mcp("describe", {"address": "db9/sqlite/query"}))
+            == "unknown_tool"
+        )
 
 
 async def test_tool_not_granted(mesh: MeshHarness) -> None:
     token = mesh.principal("stranger")
     mesh.grant("stranger", "db2/*/*")
     async with mcp_client(mesh.navigator_url, token) as client:
-        assert _error(await client.call_tool_mcp("call", {"address": "db1/node/uptime"})) == "tool_not_granted"
+        assert (
+            _error(await client.call_tool_mcp("call", {"address": "db1/node/uptime"}))
+            == "tool_not_granted"
+        )
         allowed = await client.call_tool_mcp("call", {"address": "db2/node/uptime"})
         seats = tool_result(await client.call_tool_mcp("seats", {}))
     assert not allowed.is_error
@@ -83,17 +92,25 @@ async def test_unknown_walker_arguments_are_refused(mesh: MeshHarness) -> None:
 @pytest.mark.parametrize(
     "headers", [{}, {"Authorization": "Bearer mnv_not-a-token"}, {"Authorization": "Basic abc"}]
 )
-def test_missing_or_bad_token_is_401_with_the_error_body(mesh: MeshHarness, headers: dict[str, str]) -> None:
+def test_missing_or_bad_token_is_401_with_the_error_body(
+    mesh: MeshHarness, headers: dict[str, str]
+) -> None:
     response = httpx.post(
         mesh.navigator_url + "/mcp",
         headers={**headers, "Accept": "application/json, text/event-stream"},
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
     )
     assert response.status_code == 401
-    assert response.json() == {"error": "unauthenticated", "status": 401, "message": "Missing or invalid credentials."}
+    assert response.json() == {
+        "error": "unauthenticated",
+        "status": 401,
+        "message": "Missing or invalid credentials.",
+    }
 
 
-async def test_stopped_node_is_unavailable_quickly_and_others_keep_answering(mesh: MeshHarness, tmp_path: object) -> None:
+async def test_stopped_node_is_unavailable_quickly_and_others_keep_answering(
+    mesh: MeshHarness, tmp_path: object
+) -> None:
     node = mesh.start_node("tmp1", ["node"])
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
         assert not (await client.call_tool_mcp("call", {"address": "tmp1/node/uptime"})).is_error

@@ -16,7 +16,9 @@ async def test_node_started_after_connect_shows_up_without_reconnecting(mesh: Me
         assert "late1" not in {e["address"] for e in before["entries"]}
         await anyio.to_thread.run_sync(lambda: mesh.start_node("late1", ["node"]))
         after = tool_result(await client.call_tool_mcp("seats", {}))
-        found = tool_result(await client.call_tool_mcp("search", {"query": "uptime", "within": "late1"}))
+        found = tool_result(
+            await client.call_tool_mcp("search", {"query": "uptime", "within": "late1"})
+        )
     assert "late1" in {e["address"] for e in after["entries"]}
     assert [r["address"] for r in found["results"]] == ["late1/node/uptime"]
 
@@ -24,7 +26,9 @@ async def test_node_started_after_connect_shows_up_without_reconnecting(mesh: Me
 async def test_restarted_node_answers_the_first_call(mesh: MeshHarness) -> None:
     await anyio.to_thread.run_sync(lambda: mesh.start_node("bounce1", ["node"]))
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
-        assert not (await client.call_tool_mcp("call", {"address": "bounce1/node/hostname"})).is_error
+        assert not (
+            await client.call_tool_mcp("call", {"address": "bounce1/node/hostname"})
+        ).is_error
         mesh.kill_node("bounce1")
         await anyio.to_thread.run_sync(lambda: mesh.restart_node("bounce1"))
         first = await client.call_tool_mcp("call", {"address": "bounce1/node/hostname"})

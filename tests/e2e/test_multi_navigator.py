@@ -16,7 +16,13 @@ from tests.postgres_server import PostgresServer, start_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 
-TOOLS = [{"name": "rotate_logs", "description": "Rotate the web server's access logs.", "inputSchema": {"type": "object"}}]
+TOOLS = [
+    {
+        "name": "rotate_logs",
+        "description": "Rotate the web server's access logs.",
+        "inputSchema": {"type": "object"},
+    }
+]
 
 
 @pytest.fixture
@@ -35,7 +41,9 @@ def _second_navigator(mesh: MeshHarness) -> MeshHarness:
     return other
 
 
-async def test_a_change_through_one_navigator_reaches_the_other(postgres_server: PostgresServer, tmp_path: Path) -> None:
+async def test_a_change_through_one_navigator_reaches_the_other(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
     url = postgres_server.create_database("multi_nav")
     mesh = MeshHarness(tmp_path / "a", database_url=url)
     mesh.start_navigator()
@@ -64,9 +72,15 @@ async def test_a_change_through_one_navigator_reaches_the_other(postgres_server:
                 headers={"Authorization": f"Bearer {admin}"},
                 json={"principal": "agent", "target": "web9/logs/rotate_logs", "effect": "deny"},
             ).raise_for_status()
-            denied = tool_result(await client.call_tool_mcp("call", {"address": "web9/logs/rotate_logs"}))
-            assert denied["error"] == "tool_not_granted", "a deny through one stops calls through the other at once"
-        print(f"\nregistration through A searchable through B after {registration_delay * 1000:.0f} ms")
+            denied = tool_result(
+                await client.call_tool_mcp("call", {"address": "web9/logs/rotate_logs"})
+            )
+            assert denied["error"] == "tool_not_granted", (
+                "a deny through one stops calls through the other at once"
+            )
+        print(
+            f"\nregistration through A searchable through B after {registration_delay * 1000:.0f} ms"
+        )
         assert registration_delay < 5
         del allow
     finally:
@@ -74,7 +88,9 @@ async def test_a_change_through_one_navigator_reaches_the_other(postgres_server:
         mesh.close()
 
 
-async def test_a_registry_outage_answers_registry_unavailable_then_recovers(own_postgres: PostgresServer, tmp_path: Path) -> None:
+async def test_a_registry_outage_answers_registry_unavailable_then_recovers(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
     url = own_postgres.create_database("outage")
     mesh = MeshHarness(tmp_path / "a", database_url=url)
     mesh.start_navigator()
@@ -86,7 +102,11 @@ async def test_a_registry_outage_answers_registry_unavailable_then_recovers(own_
         async with mcp_client(mesh.navigator_url, agent) as client:
             assert not (await client.call_tool_mcp("seats", {})).is_error
             await anyio.to_thread.run_sync(own_postgres.pause)
-            for tool, arguments in [("seats", {}), ("search", {"query": "x"}), ("call", {"address": "a1/b/c"})]:
+            for tool, arguments in [
+                ("seats", {}),
+                ("search", {"query": "x"}),
+                ("call", {"address": "a1/b/c"}),
+            ]:
                 down = await client.call_tool_mcp(tool, arguments)
                 assert tool_result(down)["error"] == "registry_unavailable", (tool, down)
             ready = httpx.get(f"{mesh.navigator_url}/readyz")
@@ -99,7 +119,9 @@ async def test_a_registry_outage_answers_registry_unavailable_then_recovers(own_
             ).raise_for_status()
             back = tool_result(await client.call_tool_mcp("search", {"query": "rotate logs"}))
         assert [r["address"] for r in back["results"]] == ["web9/logs/rotate_logs"]
-        assert mesh.navigator is not None and mesh.navigator.poll() is None, "the navigator never crashed"
+        assert mesh.navigator is not None and mesh.navigator.poll() is None, (
+            "the navigator never crashed"
+        )
         assert httpx.get(f"{mesh.navigator_url}/readyz").status_code == 200
     finally:
         mesh.close()

@@ -26,7 +26,9 @@ ECHO_SERVER = ROOT / "tests" / "mesh" / "fixtures" / "echo_server.py"
 def http_mcp_server() -> Iterator[str]:
     """Any MCP server already running on HTTP (here: a FastMCP one with an `echo` tool)."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_backends.py"), "backend", str(port)])
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), "backend", str(port)]
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -45,9 +47,14 @@ def _admin(mesh: MeshHarness) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def test_operator_registers_http_and_stdio_servers_then_retires_one(mesh: MeshHarness, http_mcp_server: str) -> None:
+async def test_operator_registers_http_and_stdio_servers_then_retires_one(
+    mesh: MeshHarness, http_mcp_server: str
+) -> None:
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
-        assert tool_result(await client.call_tool_mcp("search", {"query": "echo text"}))["results"] == []
+        assert (
+            tool_result(await client.call_tool_mcp("search", {"query": "echo text"}))["results"]
+            == []
+        )
         registered = httpx.post(
             f"{mesh.navigator_url}/api/v1/assignments",
             headers=_admin(mesh),
@@ -56,26 +63,44 @@ async def test_operator_registers_http_and_stdio_servers_then_retires_one(mesh: 
         assert registered.status_code == 200, registered.text
         assert registered.json()["registered"] == ["ext1/echo/echo"]
         await anyio.to_thread.run_sync(
-            lambda: mesh.start_node("tools1", ["node", f"stdio:echoer={sys.executable} {ECHO_SERVER}"])
+            lambda: mesh.start_node(
+                "tools1", ["node", f"stdio:echoer={sys.executable} {ECHO_SERVER}"]
+            )
         )
-        found = tool_result(await client.call_tool_mcp("search", {"query": "echo text", "limit": 16}))
+        found = tool_result(
+            await client.call_tool_mcp("search", {"query": "echo text", "limit": 16})
+        )
         addresses = {r["address"] for r in found["results"]}
         assert {"ext1/echo/echo", "tools1/echoer/echo"} <= addresses
-        by_url = await client.call_tool_mcp("call", {"address": "ext1/echo/echo", "args": {"text": "one"}})
-        by_stdio = await client.call_tool_mcp("call", {"address": "tools1/echoer/echo", "args": {"text": "two"}})
+        by_url = await client.call_tool_mcp(
+            "call", {"address": "ext1/echo/echo", "args": {"text": "one"}}
+        )
+        by_stdio = await client.call_tool_mcp(
+            "call", {"address": "tools1/echoer/echo", "args": {"text": "two"}}
+        )
         assert by_url.structured_content == {"text": "one"}
         assert by_stdio.structured_content == {"text": "two"}
 
-        retired = httpx.post(f"{mesh.navigator_url}/api/v1/retire", headers=_admin(mesh), json={"address": "ext1/echo"})
+        retired = httpx.post(
+            f"{mesh.navigator_url}/api/v1/retire",
+            headers=_admin(mesh),
+            json={"address": "ext1/echo"},
+        )
         assert retired.status_code == 200, retired.text
-        after = tool_result(await client.call_tool_mcp("search", {"query": "echo text", "limit": 16}))
-        gone = tool_result(await client.call_tool_mcp("call", {"address": "ext1/echo/echo", "args": {"text": "x"}}))
+        after = tool_result(
+            await client.call_tool_mcp("search", {"query": "echo text", "limit": 16})
+        )
+        gone = tool_result(
+            await client.call_tool_mcp("call", {"address": "ext1/echo/echo", "args": {"text": "x"}})
+        )
     assert "ext1/echo/echo" not in {r["address"] for r in after["results"]}
     assert "tools1/echoer/echo" in {r["address"] for r in after["results"]}
     assert gone["error"] == "unknown_tool"
 
 
-async def test_killed_node_stops_answering_then_returns_without_duplicates(mesh: MeshHarness) -> None:
+async def test_killed_node_stops_answering_then_returns_without_duplicates(
+    mesh: MeshHarness,
+) -> None:
     await anyio.to_thread.run_sync(lambda: mesh.start_node("flaky1", ["node"]))
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
         mesh.kill_node("flaky1")
@@ -88,22 +113,30 @@ async def test_killed_node_stops_answering_then_returns_without_duplicates(mesh:
         noticed = time.monotonic() - killed
         assert status == "not answering"
         assert noticed <= 3 * mesh.heartbeat_s + 1.5, noticed
-        found = tool_result(await client.call_tool_mcp("search", {"query": "uptime", "within": "flaky1"}))
-        assert [(r["address"], r["status"]) for r in found["results"]] == [("flaky1/node/uptime", "not answering")]
+        found = tool_result(
+            await client.call_tool_mcp("search", {"query": "uptime", "within": "flaky1"})
+        )
+        assert [(r["address"], r["status"]) for r in found["results"]] == [
+            ("flaky1/node/uptime", "not answering")
+        ]
         started = time.monotonic()
         failed = tool_result(await client.call_tool_mcp("call", {"address": "flaky1/node/uptime"}))
         assert failed["error"] == "node_unavailable" and time.monotonic() - started < 5
 
         await anyio.to_thread.run_sync(lambda: mesh.restart_node("flaky1"))
         listing = tool_result(await client.call_tool_mcp("seats", {"address": "flaky1"}))
-        again = tool_result(await client.call_tool_mcp("search", {"query": "uptime", "within": "flaky1"}))
+        again = tool_result(
+            await client.call_tool_mcp("search", {"query": "uptime", "within": "flaky1"})
+        )
     assert listing["status"] == "answering"
     assert [e["address"] for e in listing["entries"]] == ["flaky1/node"]
     assert [r["address"] for r in again["results"]] == ["flaky1/node/uptime"]
 
 
 def test_admin_api_needs_mesh_admin(mesh: MeshHarness) -> None:
-    response = httpx.get(f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {mesh.agent_token}"})  # type: ignore[attr-defined]
+    response = httpx.get(
+        f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {mesh.agent_token}"}
+    )  # type: ignore[attr-defined]
     assert response.status_code == 403
     assert response.json()["error"] == "tool_not_granted"
     assert httpx.get(f"{mesh.navigator_url}/api/v1/mesh").status_code == 401
@@ -118,7 +151,9 @@ def test_admin_api_needs_mesh_admin(mesh: MeshHarness) -> None:
         (b'{"machine": "m1", "role": 7, "tools": []}', "/role"),
     ],
 )
-def test_admin_api_answers_bad_bodies_with_spec_errors(mesh: MeshHarness, body: bytes, pointer: str | None) -> None:
+def test_admin_api_answers_bad_bodies_with_spec_errors(
+    mesh: MeshHarness, body: bytes, pointer: str | None
+) -> None:
     response = httpx.post(
         f"{mesh.navigator_url}/api/v1/assignments",
         headers={**_admin(mesh), "Content-Type": "application/json"},
@@ -155,7 +190,9 @@ async def test_postgres_module_on_two_servers_returns_each_servers_databases(
     try:
         postgres_server.execute("CREATE DATABASE orders_east")
         second.execute("CREATE DATABASE billing_west")
-        await anyio.to_thread.run_sync(lambda: mesh.start_node("pg1", [f"postgres:{postgres_server.dsn()}"]))
+        await anyio.to_thread.run_sync(
+            lambda: mesh.start_node("pg1", [f"postgres:{postgres_server.dsn()}"])
+        )
         await anyio.to_thread.run_sync(lambda: mesh.start_node("pg2", [f"postgres:{second.dsn()}"]))
         async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
             one = await client.call_tool_mcp("call", {"address": "pg1/postgres/list_databases"})

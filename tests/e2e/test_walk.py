@@ -30,12 +30,17 @@ async def test_assignment_lists_tools_without_schemas(mesh: MeshHarness) -> None
         listing = tool_result(await client.call_tool_mcp("seats", {"address": "db1/sqlite"}))
     tools = {entry["address"] for entry in listing["entries"]}
     assert "db1/sqlite/list_tables" in tools
-    assert all(set(entry) == {"address", "kind", "title", "summary", "status"} for entry in listing["entries"])
+    assert all(
+        set(entry) == {"address", "kind", "title", "summary", "status"}
+        for entry in listing["entries"]
+    )
 
 
 async def test_describe_gives_the_full_input_schema(mesh: MeshHarness) -> None:
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
-        contract = tool_result(await client.call_tool_mcp("describe", {"address": "db1/sqlite/list_tables"}))
+        contract = tool_result(
+            await client.call_tool_mcp("describe", {"address": "db1/sqlite/list_tables"})
+        )
     assert contract["inputSchema"]["properties"]["database"]["type"] == "string"
     assert contract["inputSchema"]["required"] == ["database"]
     assert contract["confirmation"] == "none"
@@ -48,7 +53,10 @@ async def test_same_tool_on_two_machines_returns_each_machines_data(mesh: MeshHa
         two = await client.call_tool_mcp("call", {"address": "db2/sqlite/list_databases"})
         rows = await client.call_tool_mcp(
             "call",
-            {"address": "db1/sqlite/query", "args": {"database": "inventory", "sql": "SELECT name FROM products ORDER BY id"}},
+            {
+                "address": "db1/sqlite/query",
+                "args": {"database": "inventory", "sql": "SELECT name FROM products ORDER BY id"},
+            },
         )
     assert not one.is_error and not two.is_error
     assert [d["name"] for d in one.structured_content["databases"]] == ["inventory"]
@@ -66,7 +74,9 @@ async def test_mesh_seat_is_called_by_its_mesh_address(mesh: MeshHarness) -> Non
 
 async def test_search_finds_tools_across_machines(mesh: MeshHarness) -> None:
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
-        found = tool_result(await client.call_tool_mcp("search", {"query": "list tables", "limit": 16}))
+        found = tool_result(
+            await client.call_tool_mcp("search", {"query": "list tables", "limit": 16})
+        )
     addresses = [r["address"] for r in found["results"]]
     assert any(a.endswith("/list_tables") for a in addresses)
     assert "_meta" not in found

@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
-from tests.postgres_server import PostgresServer, start_postgres
 
 from mesh.modules.postgres import build_postgres_module
+from tests.postgres_server import PostgresServer, start_postgres
 
 pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 

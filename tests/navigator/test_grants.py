@@ -24,11 +24,29 @@ def rows(*specs: tuple[str, str, str] | tuple[str, str, str, tuple[str, ...]]) -
 CASES = [
     # (why, caller, rows, address, allowed)
     ("no row, no call", ALICE, rows(), "db1/pg/query", False),
-    ("a new tool is denied by default", ALICE, rows(("alice", "allow", "db1/pg/query")), "db1/pg/drop", False),
+    (
+        "a new tool is denied by default",
+        ALICE,
+        rows(("alice", "allow", "db1/pg/query")),
+        "db1/pg/drop",
+        False,
+    ),
     ("exact address allows", ALICE, rows(("alice", "allow", "db1/pg/query")), "db1/pg/query", True),
     ("pattern allows", ALICE, rows(("alice", "allow", "*/pg/*")), "db2/pg/query", True),
-    ("prefix target covers what is below", ALICE, rows(("alice", "allow", "db1")), "db1/pg/query", True),
-    ("pattern does not reach another role", ALICE, rows(("alice", "allow", "*/pg/*")), "db2/sqlite/query", False),
+    (
+        "prefix target covers what is below",
+        ALICE,
+        rows(("alice", "allow", "db1")),
+        "db1/pg/query",
+        True,
+    ),
+    (
+        "pattern does not reach another role",
+        ALICE,
+        rows(("alice", "allow", "*/pg/*")),
+        "db2/sqlite/query",
+        False,
+    ),
     (
         "more specific deny beats a broad allow",
         ALICE,
@@ -78,9 +96,27 @@ CASES = [
         "db1/pg/query",
         True,
     ),
-    ("* applies to everyone holding its scopes", ALICE, rows(("*", "allow", "*/*/*", ("ops",))), "db1/pg/q", True),
-    ("* without the scope does not apply", ALICE, rows(("*", "allow", "*/*/*", ("dba",))), "db1/pg/q", False),
-    ("an exact row needs its scopes too", ALICE, rows(("alice", "allow", "*/*/*", ("dba",))), "db1/pg/q", False),
+    (
+        "* applies to everyone holding its scopes",
+        ALICE,
+        rows(("*", "allow", "*/*/*", ("ops",))),
+        "db1/pg/q",
+        True,
+    ),
+    (
+        "* without the scope does not apply",
+        ALICE,
+        rows(("*", "allow", "*/*/*", ("dba",))),
+        "db1/pg/q",
+        False,
+    ),
+    (
+        "an exact row needs its scopes too",
+        ALICE,
+        rows(("alice", "allow", "*/*/*", ("dba",))),
+        "db1/pg/q",
+        False,
+    ),
     (
         "a row that does not apply cannot deny",
         ALICE,
@@ -96,12 +132,22 @@ CASES = [
         "db1/pg/drop",
         False,
     ),
-    ("mesh seats are addressed like any holder", ALICE, rows(("alice", "allow", "mesh/backup/*")), "mesh/backup/run", True),
+    (
+        "mesh seats are addressed like any holder",
+        ALICE,
+        rows(("alice", "allow", "mesh/backup/*")),
+        "mesh/backup/run",
+        True,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("why", "caller", "snapshot", "address", "allowed"), CASES, ids=[c[0] for c in CASES])
-def test_grant_rules(why: str, caller: Caller, snapshot: GrantSnapshot, address: str, allowed: bool) -> None:
+@pytest.mark.parametrize(
+    ("why", "caller", "snapshot", "address", "allowed"), CASES, ids=[c[0] for c in CASES]
+)
+def test_grant_rules(
+    why: str, caller: Caller, snapshot: GrantSnapshot, address: str, allowed: bool
+) -> None:
     assert compile_permissions(caller, snapshot).permits(address) is allowed, why
 
 
@@ -117,7 +163,8 @@ def test_a_snapshot_that_is_too_large_fails_closed() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [("alice", "maybe", "*/*/*"), ("alice", "allow", "DB1/*/*"), ("mallory", "allow", "*/*/*")]
+    "bad",
+    [("alice", "maybe", "*/*/*"), ("alice", "allow", "DB1/*/*"), ("mallory", "allow", "*/*/*")],
 )
 def test_a_malformed_snapshot_fails_closed(bad: tuple[str, str, str]) -> None:
     with pytest.raises(RegistryUnavailable):
@@ -126,5 +173,7 @@ def test_a_malformed_snapshot_fails_closed(bad: tuple[str, str, str]) -> None:
 
 def test_fingerprint_moves_with_any_applicable_row() -> None:
     one = compile_permissions(ALICE, rows(("alice", "allow", "*/*/*")))
-    two = compile_permissions(ALICE, rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/*/*")))
+    two = compile_permissions(
+        ALICE, rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/*/*"))
+    )
     assert one.rows_fingerprint != two.rows_fingerprint

@@ -25,9 +25,14 @@ def test_a_grant_change_moves_row_and_registry_revision_together(registry: Regis
 def test_a_failed_transaction_moves_no_revision(registry: Registry) -> None:
     with registry.transaction() as session:
         before = CatalogStore(session).revision("grants")
-    with pytest.raises(RuntimeError), registry.transaction() as session:
-        AccessStore(session).grant("alice", "*/*/*", effect="allow")
-        raise RuntimeError("abort")
+
+    def abandoned() -> None:
+        with registry.transaction() as session:
+            AccessStore(session).grant("alice", "*/*/*", effect="allow")
+            raise RuntimeError("abort")
+
+    with pytest.raises(RuntimeError):
+        abandoned()
     with registry.transaction() as session:
         assert CatalogStore(session).revision("grants") == before
         assert AccessStore(session).grants() == []
@@ -73,7 +78,10 @@ def test_snapshot_reads_own_and_star_rows_with_the_revision(registry: Registry) 
         snapshot = AccessStore(session).snapshot("alice", limit=4096)
     assert snapshot is not None
     assert snapshot.revision == 3
-    assert [(r.principal, r.target) for r in snapshot.rows] == [("alice", "db1/*/*"), ("*", "*/node/*")]
+    assert [(r.principal, r.target) for r in snapshot.rows] == [
+        ("alice", "db1/*/*"),
+        ("*", "*/node/*"),
+    ]
 
 
 def test_snapshot_of_a_principal_without_rows(registry: Registry) -> None:

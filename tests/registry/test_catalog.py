@@ -12,7 +12,11 @@ pytestmark = pytest.mark.xdist_group("postgres")
 
 
 def tool(name: str, digest: str = "d" * 64) -> NewTool:
-    return NewTool(name=name, definition={"name": name, "inputSchema": {"type": "object"}}, contract_digest=digest)
+    return NewTool(
+        name=name,
+        definition={"name": name, "inputSchema": {"type": "object"}},
+        contract_digest=digest,
+    )
 
 
 def test_registering_a_node_again_is_idempotent(registry: Registry) -> None:
@@ -20,7 +24,9 @@ def test_registering_a_node_again_is_idempotent(registry: Registry) -> None:
         with registry.transaction() as session:
             store = CatalogStore(session)
             key = store.register_node("db1", advertise_url="http://127.0.0.1:1", heartbeat_s=5)
-            store.put_assignment("db1", "sqlite", module="sqlite", tools=[tool("query"), tool("list_tables")])
+            store.put_assignment(
+                "db1", "sqlite", module="sqlite", tools=[tool("query"), tool("list_tables")]
+            )
     with registry.transaction() as session:
         store = CatalogStore(session)
         assert [m.name for m in store.machines()] == ["db1"]
@@ -36,10 +42,14 @@ def test_registering_again_replaces_tools_and_keeps_operator_marks(registry: Reg
         store.put_assignment("db1", "pg", module="postgres", tools=[tool("query"), tool("drop")])
         store.mark_tool("db1", "pg", "drop", "elicit-only")
     with registry.transaction() as session:
-        CatalogStore(session).put_assignment("db1", "pg", module="postgres", tools=[tool("drop", "e" * 64)])
+        CatalogStore(session).put_assignment(
+            "db1", "pg", module="postgres", tools=[tool("drop", "e" * 64)]
+        )
     with registry.transaction() as session:
         (assignment,) = CatalogStore(session).assignments()
-    assert [(t.name, t.confirmation, t.contract_digest) for t in assignment.tools] == [("drop", "elicit-only", "e" * 64)]
+    assert [(t.name, t.confirmation, t.contract_digest) for t in assignment.tools] == [
+        ("drop", "elicit-only", "e" * 64)
+    ]
 
 
 def test_a_retired_assignment_is_restored_by_registering_it_again(registry: Registry) -> None:

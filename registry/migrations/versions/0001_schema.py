@@ -1,4 +1,4 @@
-"""The registry schema: machines, node keys, assignments, seats, tools, principals, grants, revisions.
+"""The registry schema: machines, node keys, assignments, seats, tools, principals, grants.
 
 Revision ID: 0001
 Revises:
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
 
 revision = "0001"
 down_revision = None
