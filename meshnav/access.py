@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from meshnav.client import CommandError, admin_request
+from meshnav.client import admin_request
+from meshnav.errors import CommandError
 from navigator.addresses import parse_pattern
 from navigator.auth import hash_token, mint_token
 from navigator.errors import InvalidAddress

@@ -9,14 +9,16 @@ import os
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from meshnav.access import Access
-from meshnav.client import CommandError, admin_request, walker_call
+from meshnav.errors import CommandError
 from meshnav.logs import configure_logging
+
+if TYPE_CHECKING:
+    from meshnav.access import Access
 
 __all__ = ["app"]
 
@@ -185,6 +187,8 @@ def demo_command(
 
 
 def _access(navigator: str | None, token: str | None, database: str) -> Access:
+    from meshnav.access import Access
+
     return Access(database_url=database, navigator_url=navigator, token=token)
 
 
@@ -372,6 +376,8 @@ def register_command(
 ) -> None:
     """Register an assignment live: by endpoint (its tools are pulled) or by a tools file."""
 
+    from meshnav.client import admin_request
+
     async def work() -> Any:
         if endpoint is None and tools_file is None:
             raise CommandError("give --endpoint URL or --tools-file FILE")
@@ -403,23 +409,36 @@ def retire_command(
     address: str, navigator: NavigatorOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Retire a machine (``db1``), an assignment (``db1/postgres``) or a seat (``mesh/backup``)."""
+    from meshnav.client import admin_request
+
     url = navigator or DEFAULT_NAVIGATOR
-    body = run(
-        admin_request(
-            url, _need(token, "a token") if token else "", "POST", "/retire", {"address": address}
+
+    async def work() -> Any:
+        return await admin_request(
+            url, _need(token, "a token"), "POST", "/retire", {"address": address}
         )
-    )
-    emit(body, as_json) if as_json else console.print(f"retired {address}")
+
+    body = run(work())
+    if as_json:
+        emit(body, True)
+    else:
+        console.print(f"retired {address}")
 
 
 # --- an agent's view -----------------------------------------------------------------------
 
 
 def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: str | None) -> Any:
+    from meshnav.client import walker_call
+
     url = navigator or DEFAULT_NAVIGATOR
-    return run(
-        walker_call(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments)
-    )
+
+    async def work() -> Any:
+        return await walker_call(
+            url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments
+        )
+
+    return run(work())
 
 
 @app.command("mesh")

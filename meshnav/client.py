@@ -11,11 +11,9 @@ import httpx
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from meshnav.errors import CommandError
+
 __all__ = ["CommandError", "admin_request", "mcp_session", "walker_call"]
-
-
-class CommandError(Exception):
-    """A one-line message for the user; the command exits non-zero."""
 
 
 @asynccontextmanager

@@ -21,7 +21,7 @@ import anyio
 import uvicorn
 from rich.console import Console
 
-from meshnav.client import CommandError
+from meshnav.errors import CommandError
 from navigator.app import build_app
 from navigator.auth import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from navigator.catalog import Catalog

@@ -14,6 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from meshnav.client import mcp_session
+from meshnav.errors import CommandError
 
 __all__ = ["MeshTree", "contract_view", "grants_table", "mesh_tree", "search_table"]
 
@@ -40,8 +41,6 @@ async def _seats(client: Any, address: str | None) -> dict[str, Any]:
         result = await client.call_tool_mcp("seats", arguments)
         page = result.structured_content or {}
         if result.is_error:
-            from meshnav.client import CommandError
-
             raise CommandError(f"{page.get('error')}: {page.get('message')}")
         if listing is None:
             listing = page

@@ -7,7 +7,7 @@ from typing import Any
 import anyio.to_thread
 import uvicorn
 
-from meshnav.client import CommandError
+from meshnav.errors import CommandError
 from navigator.app import build_app, build_mcp, running
 from navigator.errors import NavigatorError
 from navigator.services import Services

@@ -23,7 +23,7 @@ from registry import AccessStore, Registry, migrate
 
 __all__ = ["MeshHarness", "free_port", "mcp_client", "tool_result"]
 
-STARTUP_S = 30.0
+STARTUP_S = 60.0
 
 
 def free_port() -> int:
