@@ -36,7 +36,7 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     services = Services.create(settings)
     try:
         await anyio.to_thread.run_sync(migrate, settings.database_url)
-        caller = await anyio.to_thread.run_sync(services.authenticator.authenticate, token)
+        caller = await services.authenticator.verify(token)
     except NavigatorError:
         raise CommandError("MESHNAV_TOKEN is missing or not a valid principal's token") from None
     except RegistryError as error:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
+from fastmcp.server.auth import TokenVerifier
 
 from navigator.errors import (
     NavigatorError,
@@ -27,6 +28,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.limits import LIMITS
+from navigator.settings import NavigatorSettings
 from registry import AccessStore, Registry, RegistryError
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "Authenticator",
     "caller_from_scope",
     "hash_token",
+    "jwt_verifier",
     "mint_token",
 ]
 
@@ -59,31 +62,53 @@ def hash_token(token: str) -> str:
 
 
 class Authenticator:
-    """Resolves a bearer token to a ``Caller``; every failure looks the same to the caller."""
+    """Resolves a bearer token to a ``Caller``; every failure looks the same to the caller.
 
-    def __init__(
-        self, registry: Registry, jwt: Callable[[str], Caller | None] | None = None
-    ) -> None:
+    Stored tokens (``mnv_…``) are looked up by hash; anything else is tried as a JWT when the
+    deployment configured a verifier (issuer, audience, JWKS or key), its ``sub`` naming the
+    principal and its scopes the caller's scopes.
+    """
+
+    def __init__(self, registry: Registry, jwt: TokenVerifier | None = None) -> None:
         self.registry = registry
         self.jwt = jwt
 
     def authenticate(self, token: str | None) -> Caller:
-        if not token:
+        """A stored token's principal and its grants, read in one transaction (blocking)."""
+        if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
-        if token.startswith(TOKEN_PREFIX):
-            # One transaction reads the principal and its grants: this request's fresh snapshot.
-            with self.registry.transaction() as session:
-                store = AccessStore(session)
-                principal = store.principal_by_token(hash_token(token))
-                if principal is None or not principal.is_active(datetime.now(UTC)):
-                    raise Unauthenticated()
-                grants = store.snapshot(principal.name, limit=LIMITS.grant_rows)
-            return Caller(principal.name, frozenset(principal.scopes), grants)
-        if self.jwt is not None:
-            caller = self.jwt(token)
-            if caller is not None:
-                return caller
-        raise Unauthenticated()
+        with self.registry.transaction() as session:
+            store = AccessStore(session)
+            principal = store.principal_by_token(hash_token(token))
+            if principal is None or not principal.is_active(datetime.now(UTC)):
+                raise Unauthenticated()
+            grants = store.snapshot(principal.name, limit=LIMITS.grant_rows)
+        return Caller(principal.name, frozenset(principal.scopes), grants)
+
+    async def verify(self, token: str | None) -> Caller:
+        """Any accepted credential: a stored token, or a JWT when a verifier is configured."""
+        if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
+            access = await self.jwt.verify_token(token)
+            subject = None if access is None else (access.claims or {}).get("sub")
+            if access is None or not isinstance(subject, str) or not subject:
+                raise Unauthenticated()
+            return Caller(subject, frozenset(access.scopes))
+        return await anyio.to_thread.run_sync(self.authenticate, token)
+
+
+def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:
+    """FastMCP's JWT verifier, when the deployment configured one (SPEC §7)."""
+    if not (settings.jwt_jwks_uri or settings.jwt_public_key):
+        return None
+    from fastmcp.server.auth.providers.jwt import JWTVerifier
+
+    return JWTVerifier(
+        public_key=settings.jwt_public_key,
+        jwks_uri=settings.jwt_jwks_uri,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        algorithm=settings.jwt_algorithm,
+    )
 
 
 def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -149,7 +174,7 @@ class AuthenticationMiddleware:
             return
         token = bearer(scope.get("headers", []))
         try:
-            caller = await anyio.to_thread.run_sync(self.authenticator.authenticate, token)
+            caller = await self.authenticator.verify(token)
         except NavigatorError as error:
             await send_error(send, error, ((b"www-authenticate", b'Bearer realm="meshnav"'),))
             return

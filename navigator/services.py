@@ -10,7 +10,7 @@ import anyio.to_thread
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
-from navigator.auth import Authenticator
+from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
 from navigator.nodes import NodeConnections
 from navigator.registrar import Registrar
@@ -60,7 +60,7 @@ class Services:
                 cursor_ttl_s=settings.cursor_ttl_s,
             ),
             registrar=Registrar(registry, catalog, connections),
-            authenticator=Authenticator(registry),
+            authenticator=Authenticator(registry, jwt_verifier(settings)),
         )
 
 

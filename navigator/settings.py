@@ -26,6 +26,7 @@ class NavigatorSettings(BaseSettings):
     jwt_audience: str | None = None
     jwt_jwks_uri: str | None = None
     jwt_public_key: str | None = None
+    jwt_algorithm: str | None = None
 
     @property
     def host(self) -> str:

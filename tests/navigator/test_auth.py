@@ -1,0 +1,83 @@
+"""Who is calling: stored tokens by hash, expiry and revocation, and JWTs when configured."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import OctKey
+
+from navigator.auth import Authenticator, hash_token, jwt_verifier, mint_token
+from navigator.errors import Unauthenticated
+from navigator.settings import NavigatorSettings
+from registry import AccessStore, Registry, migrate
+
+SECRET = "a-shared-secret-of-sufficient-length-for-hs256"
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    migrate(url)
+    return Registry(url)
+
+
+def _jwt(**claims: object) -> str:
+    header = {"alg": "HS256"}
+    body = {"iss": "https://idp.example", "aud": "meshnav", "exp": int(time.time()) + 60, **claims}
+    return jwt.encode(header, body, OctKey.import_key(SECRET))
+
+
+def _authenticator(registry: Registry) -> Authenticator:
+    settings = NavigatorSettings(
+        jwt_public_key=SECRET, jwt_algorithm="HS256", jwt_issuer="https://idp.example", jwt_audience="meshnav"
+    )
+    return Authenticator(registry, jwt_verifier(settings))
+
+
+async def test_stored_token_carries_the_principal_and_its_grants(registry: Registry) -> None:
+    token = mint_token()
+    with registry.transaction() as session:
+        AccessStore(session).add_principal("alice", scopes=["ops"], token_hash=hash_token(token))
+        AccessStore(session).grant("alice", "*/*/*", effect="allow")
+    caller = await Authenticator(registry).verify(token)
+    assert caller.principal == "alice" and caller.scopes == {"ops"}
+    assert caller.grants is not None and [r.target for r in caller.grants.rows] == ["*/*/*"]
+
+
+@pytest.mark.parametrize("state", ["unknown", "expired", "revoked", "empty"])
+async def test_bad_stored_tokens_are_refused_alike(registry: Registry, state: str) -> None:
+    token = mint_token()
+    expires = datetime.now(UTC) - timedelta(seconds=1) if state == "expired" else None
+    with registry.transaction() as session:
+        if state != "unknown":
+            AccessStore(session).add_principal("bob", scopes=[], token_hash=hash_token(token), expires_at=expires)
+        if state == "revoked":
+            AccessStore(session).revoke_principal("bob")
+    with pytest.raises(Unauthenticated) as refused:
+        await Authenticator(registry).verify("" if state == "empty" else token)
+    assert refused.value.message == "Missing or invalid credentials."
+
+
+async def test_a_jwt_names_the_principal_by_its_subject(registry: Registry) -> None:
+    caller = await _authenticator(registry).verify(_jwt(sub="carol", scope="ops read"))
+    assert caller.principal == "carol"
+    assert caller.scopes == {"ops", "read"}
+    assert caller.grants is None, "grants are read from the registry at each call"
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{"sub": "carol", "aud": "someone-else"}, {"sub": "carol", "iss": "https://evil.example"}, {"sub": "carol", "exp": 1}, {}],
+)
+async def test_a_jwt_with_wrong_claims_is_refused(registry: Registry, claims: dict[str, object]) -> None:
+    with pytest.raises(Unauthenticated):
+        await _authenticator(registry).verify(_jwt(**claims))
+
+
+async def test_without_a_verifier_jwts_are_refused(registry: Registry) -> None:
+    with pytest.raises(Unauthenticated):
+        await Authenticator(registry).verify(_jwt(sub="carol"))
