@@ -18,6 +18,7 @@ from navigator.api import api_routes
 from navigator.auth import AuthenticationMiddleware
 from navigator.caller import CallerMiddleware
 from navigator.console import console_routes, is_console_path
+from navigator.discover import DiscoverExtension
 from navigator.following import follow_registry
 from navigator.grants import Caller
 from navigator.metrics import METRICS
@@ -39,13 +40,15 @@ PUBLIC_PATHS = ("/healthz", "/readyz", "/metrics")
 
 def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP:
     """The MCP server: exactly the four walker tools."""
-    return FastMCP(
+    server = FastMCP(
         "meshnav",
         instructions=INSTRUCTIONS,
         mask_error_details=True,
         middleware=[CallerMiddleware(set(WALKER_TOOLS), fixed_caller)],
         tools=list(walker_tools(services.navigator)),
     )
+    server.add_extension(DiscoverExtension(services.navigator, fixed_caller))
+    return server
 
 
 def _machine_gauge(services: Services) -> dict[str, float]:
