@@ -1,0 +1,179 @@
+"""Paging and cursors (SPEC §3 Cursors; issue 4, acceptance 4): every change to what a cursor is
+bound to makes it ``invalid_cursor``; pages hold whole entries and whole schemas only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+
+from navigator.app import build_mcp, running
+from navigator.grants import Caller
+from navigator.registrar import AssignmentSpec
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import AccessStore
+
+ALICE = Caller("alice", frozenset())
+
+
+def _tools(count: int, padding: int = 0) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"rotate_logs_{i}",
+            "description": f"Rotate the access logs of site {i}.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"site": {"type": "string", "description": "x" * padding}},
+            },
+        }
+        for i in range(count)
+    ]
+
+
+class Mesh:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def register(self, machine: str, role: str, tools: list[dict[str, Any]]) -> None:
+        await self.services.registrar.put_assignment(
+            machine, AssignmentSpec(role=role, module=role, tools=tools)
+        )
+
+    def grant(self, target: str, effect: str = "allow") -> int:
+        with self.services.registry.transaction() as session:
+            return AccessStore(session).grant("alice", target, effect=effect).id
+
+    def client(self) -> Client[Any]:
+        return Client(build_mcp(self.services, fixed_caller=ALICE))
+
+
+@asynccontextmanager
+async def mesh_at(tmp_path: Path) -> AsyncIterator[Mesh]:
+    """A navigator in this task (its task group must open and close in one task)."""
+    settings = NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}", cursor_ttl_s=2.0)
+    services = Services.create(settings)
+    async with running(services):
+        found = Mesh(services)
+        found.grant("*/*/*")
+        await found.register("web1", "logs", _tools(20))
+        yield found
+
+
+async def _call(client: Client[Any], tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool_mcp(tool, arguments)
+    structured: dict[str, Any] = result.structured_content or {}
+    return structured
+
+
+async def test_pages_cover_everything_once_in_order(tmp_path: Path) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        async with mesh.client() as client:
+            seen: list[str] = []
+            page = await _call(client, "search", {"query": "rotate logs", "limit": 6})
+            while True:
+                seen += [r["address"] for r in page["results"]]
+                if "nextCursor" not in page:
+                    break
+                page = await _call(
+                    client,
+                    "search",
+                    {"query": "rotate logs", "limit": 6, "cursor": page["nextCursor"]},
+                )
+        assert len(seen) == 20 and len(set(seen)) == 20
+
+
+@pytest.mark.parametrize(
+    "change", ["tampered", "other query", "grant change", "contract change", "retired", "expired"]
+)
+async def test_cursor_bindings(tmp_path: Path, change: str) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        arguments = {"query": "rotate logs", "limit": 6}
+        async with mesh.client() as client:
+            first = await _call(client, "search", arguments)
+            cursor = first["nextCursor"]
+            if change == "tampered":
+                body, _, signature = cursor.partition(".")
+                cursor = body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1] + "." + signature
+            elif change == "other query":
+                arguments = {**arguments, "query": "rotate"}
+            elif change == "grant change":
+                mesh.grant("web1/logs/rotate_logs_0", "deny")
+            elif change == "contract change":
+                await mesh.register("web1", "logs", _tools(20, padding=1))
+            elif change == "retired":
+                await mesh.services.registrar.retire("web1", "logs")
+            elif change == "expired":
+                await anyio.sleep(2.2)
+            answer = await _call(client, "search", {**arguments, "cursor": cursor})
+        assert answer["error"] == "invalid_cursor"
+
+
+async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    cursors = []
+    for _ in range(2):
+        services = Services.create(NavigatorSettings(database_url=url))
+        async with running(services):
+            mesh = Mesh(services)
+            if not cursors:
+                mesh.grant("*/*/*")
+                await mesh.register("web1", "logs", _tools(20))
+            async with mesh.client() as client:
+                if cursors:
+                    answer = await _call(
+                        client, "search", {"query": "rotate logs", "limit": 6, "cursor": cursors[0]}
+                    )
+                    assert answer["error"] == "invalid_cursor"
+                else:
+                    cursors.append(
+                        (await _call(client, "search", {"query": "rotate logs", "limit": 6}))[
+                            "nextCursor"
+                        ]
+                    )
+
+
+async def test_seats_pages_with_a_cursor(tmp_path: Path) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        for i in range(120):
+            await mesh.register(f"m{i:03d}", "logs", _tools(1))
+        async with mesh.client() as client:
+            first = await _call(client, "seats", {})
+            second = await _call(client, "seats", {"cursor": first["nextCursor"]})
+        addresses = [e["address"] for e in first["entries"] + second["entries"]]
+        assert len(addresses) == len(set(addresses)) == 121
+        assert "nextCursor" not in second
+
+
+async def test_a_page_never_splits_a_schema_and_stays_under_64_kib(tmp_path: Path) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register("big1", "docs", _tools(16, padding=9_000))
+        async with mesh.client() as client:
+            page = await client.call_tool_mcp(
+                "search", {"query": "rotate logs", "limit": 16, "schemas": True, "within": "big1"}
+            )
+            wire = page.model_dump_json(by_alias=True, exclude_none=True)
+            results = (page.structured_content or {})["results"]
+            assert 0 < len(results) < 16 and "nextCursor" in (page.structured_content or {})
+            assert len(wire.encode()) + 200 < 64 * 1024
+            for result in results:
+                assert len(result["inputSchema"]["properties"]["site"]["description"]) == 9_000
+
+
+async def test_a_schema_that_cannot_fit_is_tool_schema_too_large(tmp_path: Path) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register("huge1", "docs", _tools(1, padding=70_000))
+        async with mesh.client() as client:
+            searched = await _call(
+                client, "search", {"query": "rotate logs", "schemas": True, "within": "huge1"}
+            )
+            described = await _call(client, "describe", {"address": "huge1/docs/rotate_logs_0"})
+        assert searched["error"] == "tool_schema_too_large"
+        assert described["error"] == "tool_schema_too_large"
+        assert "x" * 100 not in json.dumps(searched)
