@@ -132,6 +132,8 @@ class NodeAgent:
             )
             if response.status_code != 200:
                 logger.warning("tool list push refused (%s)", _code(response))
+            else:
+                logger.info("pushed the changed tool list of %s", assignment.role)
 
     async def run(self) -> None:
         await self.enrol()

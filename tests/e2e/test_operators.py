@@ -203,3 +203,43 @@ async def test_postgres_module_on_two_servers_returns_each_servers_databases(
         assert "billing_west" in names_two and "billing_west" not in names_one
     finally:
         await anyio.to_thread.run_sync(second.stop)
+
+
+async def _confirmed(
+    client: object, address: str, args: dict[str, object], **kwargs: object
+) -> object:
+    first = await client.call_tool_mcp("call", {"address": address, "args": args})  # type: ignore[attr-defined]
+    token = tool_result(first)["confirm"]
+    return await client.call_tool_mcp(
+        "call", {"address": address, "args": args, "confirm": token}, **kwargs
+    )  # type: ignore[attr-defined]
+
+
+async def test_progress_passes_through_and_a_changed_tool_list_is_reindexed(
+    mesh: MeshHarness,
+) -> None:
+    await anyio.to_thread.run_sync(
+        lambda: mesh.start_node("tools2", [f"stdio:echoer={sys.executable} {ECHO_SERVER}"])
+    )
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total))
+
+    async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
+        slow = await _confirmed(
+            client, "tools2/echoer/slow", {"steps": 3}, progress_handler=progress
+        )
+        assert not slow.is_error, slow  # type: ignore[attr-defined]
+        assert seen == [(1, 3), (2, 3), (3, 3)]
+        grown = await _confirmed(client, "tools2/echoer/grow", {})
+        assert not grown.is_error  # type: ignore[attr-defined]
+        found: list[str] = []
+        deadline = time.monotonic() + 3 * mesh.heartbeat_s + 5
+        while "tools2/echoer/grown" not in found and time.monotonic() < deadline:
+            answer = tool_result(
+                await client.call_tool_mcp("search", {"query": "grown", "within": "tools2"})
+            )
+            found = [r["address"] for r in answer["results"]]
+            await anyio.sleep(0.2)
+    assert found[0] == "tools2/echoer/grown"
