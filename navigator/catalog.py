@@ -79,6 +79,8 @@ class CatalogEvent:
 class _Machine:
     record: MachineRecord
     heartbeat_at: datetime | None
+    #: The status last announced to live views; a change from it is an event.
+    announced: str = ""
 
     def status(self, now: datetime) -> str:
         if self.record.retired_at is not None:
@@ -209,38 +211,46 @@ class Catalog:
         self._emit(CatalogEvent("machine", name))
 
     async def refresh_heartbeats(self) -> list[str]:
-        """Re-read every machine's heartbeat; return the machines whose status changed."""
+        """Re-read every machine's heartbeat and announce the machines whose status moved since
+        it was last announced — including those that went silent, which nothing else reports."""
 
         def read() -> list[MachineRecord]:
             with self.registry.transaction() as session:
                 return CatalogStore(session).machines()
 
         records = await anyio.to_thread.run_sync(read)
-        now = datetime.now(UTC)
-        changed = []
         for record in records:
-            before = self.machine_status(record.name, now)
-            if record.name in self._state.machines:
-                state = self._state.machines[record.name]
+            state = self._state.machines.get(record.name)
+            if state is None:
+                self._put_machine(record)
+            else:
                 state.record = record
                 state.heartbeat_at = record.last_heartbeat_at
-            else:
-                self._put_machine(record)
-            if self.machine_status(record.name, now) != before:
-                changed.append(record.name)
-                self._emit(CatalogEvent("status", record.name))
-        return changed
+        return self._announce_status(datetime.now(UTC))
 
     def note_heartbeat(self, name: str, at: datetime) -> None:
         state = self._state.machines.get(name)
         if state is not None:
-            before = state.status(at)
             state.heartbeat_at = at
-            if state.status(at) != before:
+            self._announce_status(at, only=name)
+
+    def _announce_status(self, now: datetime, only: str | None = None) -> list[str]:
+        changed = []
+        for name, state in self._state.machines.items():
+            if only is not None and name != only:
+                continue
+            status = state.status(now)
+            if status != state.announced:
+                state.announced = status
+                changed.append(name)
                 self._emit(CatalogEvent("status", name))
+        return changed
 
     def _put_machine(self, record: MachineRecord) -> None:
-        self._state.machines[record.name] = _Machine(record, record.last_heartbeat_at)
+        previous = self._state.machines.get(record.name)
+        machine = _Machine(record, record.last_heartbeat_at)
+        machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
+        self._state.machines[record.name] = machine
 
     def _put_assignment(self, assignment: AssignmentRecord) -> None:
         key = (assignment.machine, assignment.role)

@@ -1,0 +1,64 @@
+"""The web console (SPEC §8): the mesh as one viewer may see it, at ``/`` on the navigator.
+
+Server-rendered pages that work without JavaScript, made live by a small script listening to
+server-sent events; signed in with the viewer's bearer token, kept in an HttpOnly cookie and
+authenticated again on every request (``session``). The console guards itself: its paths bypass
+the bearer-token middleware (``is_console_path``). Every answer carries the console's security
+headers; nothing is loaded from outside the navigator.
+
+    /                                   the mesh
+    /console/machines/{name}            a machine
+    /console/assignments/{holder}/{role} an assignment's tools with their schemas
+    /console/search?q=&within=&limit=   search, as the ``search`` walker tool answers
+    /console/grants                     principals and grants (mesh:admin)
+    /console/events                     server-sent events: the mesh changed
+    /console/sign-in, /console/sign-out POST
+    /console/static/{name}              stylesheet, script, icon
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from navigator.console import events, pages, session
+from navigator.console.assets import serve_asset
+from navigator.console.security import ConsoleHeadersMiddleware
+
+__all__ = ["console_routes", "is_console_path"]
+
+PREFIX = "/console"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def console_routes() -> list[BaseRoute]:
+    """The console's routes; mount them before the MCP app, which takes everything else."""
+    guarded = [Middleware(ConsoleHeadersMiddleware)]
+    table: list[tuple[str, Endpoint, list[str] | None]] = [
+        ("/", pages.mesh, ["GET"]),
+        (PREFIX, pages.home, None),
+        (PREFIX + "/", pages.home, None),
+        (PREFIX + "/sign-in", session.sign_in, ["GET", "POST"]),
+        (PREFIX + "/sign-out", session.sign_out, ["GET", "POST"]),
+        (PREFIX + "/machines/{name}", pages.machine, ["GET"]),
+        (PREFIX + "/assignments/{holder}/{role}", pages.assignment, ["GET"]),
+        (PREFIX + "/grants", pages.grants, ["GET"]),
+        (PREFIX + "/search", pages.search, ["GET"]),
+        (PREFIX + "/events", events.stream, ["GET"]),
+        (PREFIX + "/static/{name}", serve_asset, ["GET"]),
+        (PREFIX + "/{rest:path}", pages.not_found, None),
+    ]
+    return [
+        Route(path, endpoint, methods=methods, middleware=guarded)
+        for path, endpoint, methods in table
+    ]
+
+
+def is_console_path(path: str) -> bool:
+    """The console's own paths: they authenticate their viewer themselves."""
+    return path in ("/", PREFIX) or path.startswith(PREFIX + "/")

@@ -1,0 +1,154 @@
+"""The console's page handlers: authenticate the viewer, read what they may see, render it.
+
+Every page answers two ways from the same URL: the whole document, or — when the request carries
+``X-Meshnav-Fragment: 1`` — only the content of ``<main>``, which ``console.js`` swaps in place
+when the mesh changes. A page shown to nobody signed in is the sign-in form; a fragment or event
+request without a valid session is a 401 with the SPEC §9 body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from navigator.console import contracts, render
+from navigator.console.layout import Page, document, error_page
+from navigator.console.search import run_search, search_page
+from navigator.console.session import authenticate_viewer, sign_in_page, unauthenticated_json
+from navigator.console.viewpoint import Viewpoint
+from navigator.errors import NavigatorError, Unauthenticated, UnknownTool, from_registry
+from navigator.services import services
+from registry import AccessStore, GrantRecord, PrincipalRecord, RegistryError
+
+__all__ = [
+    "FRAGMENT_HEADER",
+    "assignment",
+    "grants",
+    "home",
+    "machine",
+    "mesh",
+    "not_found",
+    "search",
+]
+
+FRAGMENT_HEADER = "x-meshnav-fragment"
+
+Build = Callable[[Request, Viewpoint], Awaitable[Page]]
+
+
+async def _answer(request: Request, build: Build) -> Response:
+    fragment = request.headers.get(FRAGMENT_HEADER) == "1"
+    headers = {"vary": "X-Meshnav-Fragment, Cookie"}
+    try:
+        caller = await authenticate_viewer(request)
+    except Unauthenticated:
+        if fragment:
+            return unauthenticated_json()
+        return sign_in_page(request, status_code=200 if request.url.path == "/" else 401)
+    except NavigatorError as error:
+        return unauthenticated_json(error) if fragment else _plain_error(error)
+    found = services(request)
+    viewpoint = Viewpoint(found.navigator, found.catalog, caller)
+    try:
+        page = await build(request, viewpoint)
+    except NavigatorError as error:
+        page = error_page(error)
+    except RegistryError as error:
+        page = error_page(from_registry(error))
+    if fragment:
+        return HTMLResponse(page.main, status_code=page.status, headers=headers)
+    html = document(page, caller, operator=viewpoint.operator)
+    return HTMLResponse(html, status_code=page.status, headers=headers)
+
+
+def _plain_error(error: NavigatorError) -> Response:
+    page = error_page(error)
+    return HTMLResponse(
+        f"<!doctype html><title>meshnav</title>{page.main}", status_code=error.status
+    )
+
+
+# --- pages ---------------------------------------------------------------------------------
+
+
+async def _mesh(request: Request, viewpoint: Viewpoint) -> Page:
+    return render.mesh_page(await viewpoint.mesh())
+
+
+async def _machine(request: Request, viewpoint: Viewpoint) -> Page:
+    return render.machine_page(await viewpoint.machine(request.path_params["name"]))
+
+
+async def _assignment(request: Request, viewpoint: Viewpoint) -> Page:
+    page_text = request.query_params.get("page", "0")
+    view = await viewpoint.assignment(
+        request.path_params["holder"],
+        request.path_params["role"],
+        page=int(page_text) if page_text.isdigit() and len(page_text) < 6 else 0,
+        tool=request.query_params.get("tool"),
+    )
+    return contracts.assignment_page(view)
+
+
+async def _search(request: Request, viewpoint: Viewpoint) -> Page:
+    params = request.query_params
+    view = await run_search(
+        viewpoint.navigator,
+        viewpoint.caller,
+        query=params.get("q"),
+        within=params.get("within", "").strip(),
+        limit=params.get("limit", "").strip(),
+        cursor=params.get("cursor") or None,
+    )
+    return search_page(view)
+
+
+async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
+    viewpoint.require_operator()
+    principal = request.query_params.get("principal") or None
+
+    def read(session: Session) -> tuple[list[PrincipalRecord], list[GrantRecord]]:
+        store = AccessStore(session)
+        rows = store.grants(principal)
+        if principal is not None:
+            rows = sorted([*rows, *store.grants("*")], key=lambda row: row.id)
+        return store.principals(), rows
+
+    principals, rows = await services(request).transact(read)
+    return render.grants_page(principals, rows, principal)
+
+
+async def _missing(request: Request, viewpoint: Viewpoint) -> Page:
+    raise UnknownTool("There is no console page here.")
+
+
+async def mesh(request: Request) -> Response:
+    return await _answer(request, _mesh)
+
+
+async def machine(request: Request) -> Response:
+    return await _answer(request, _machine)
+
+
+async def assignment(request: Request) -> Response:
+    return await _answer(request, _assignment)
+
+
+async def search(request: Request) -> Response:
+    return await _answer(request, _search)
+
+
+async def grants(request: Request) -> Response:
+    return await _answer(request, _grants)
+
+
+async def not_found(request: Request) -> Response:
+    return await _answer(request, _missing)
+
+
+async def home(request: Request) -> Response:
+    """``/console`` and ``/console/``: the console lives at ``/``."""
+    return RedirectResponse("/", status_code=307)

@@ -1,0 +1,317 @@
+"""What one viewer sees of the mesh: read through the walker tools' own code (``Navigator.seats``,
+``search`` and ``describe``), so the console shows exactly the tools, counts and contracts an agent
+holding the same token would be shown — never more.
+
+Operators (``mesh:admin``) also see the mesh's shape from the operators' view (``mesh_view``):
+every machine with its status, retired parts included. Even then, every tool and every count
+comes from the walker tools, so an operator without grants sees the machines but no tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from navigator.addresses import MESH, is_machine_name, parse_address
+from navigator.auth import ADMIN_SCOPE
+from navigator.catalog import RETIRED, Catalog
+from navigator.errors import (
+    InvalidCursor,
+    NavigatorError,
+    ToolGrantsChanged,
+    ToolNotGranted,
+    UnknownTool,
+)
+from navigator.grants import Caller
+from navigator.service import Navigator
+from navigator.views import mesh_view
+from navigator.walk import NOTHING_HERE
+
+__all__ = [
+    "TOOLS_PAGE",
+    "AssignmentView",
+    "Holding",
+    "MachineView",
+    "MeshView",
+    "ToolView",
+    "Viewpoint",
+]
+
+#: Tools described (with their schemas) on one page of an assignment.
+TOOLS_PAGE = 50
+#: Pages of a ``seats`` listing followed for one view (100 entries each).
+MAX_LISTING_PAGES = 100
+#: A listing whose catalogue or grants moved while it was paged is read again this many times.
+LISTING_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """An assignment, node seat or mesh seat as the viewer sees it."""
+
+    address: str
+    kind: str
+    module: str
+    status: str
+    #: The tools the viewer may call there; ``None`` where none can be (retired).
+    tools: int | None
+    machine: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MachineView:
+    name: str
+    status: str
+    tools: int
+    holdings: tuple[Holding, ...]
+    advertise: str | None = None
+    last_heartbeat: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSeatView:
+    role: str
+    module: str
+    holder_count: int
+    tools: int
+
+
+@dataclass(frozen=True, slots=True)
+class MeshView:
+    seats: tuple[Holding, ...]
+    machines: tuple[MachineView, ...]
+    node_seats: tuple[NodeSeatView, ...]
+    #: Drawn from the operators' view (every machine, retired ones included).
+    operator: bool
+
+    @property
+    def tools(self) -> int:
+        return sum(m.tools for m in self.machines) + sum(s.tools or 0 for s in self.seats)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolView:
+    address: str
+    name: str
+    title: str
+    summary: str
+    status: str
+    #: ``describe``'s answer, or ``None`` with ``problem`` saying why it is missing.
+    contract: dict[str, Any] | None
+    problem: NavigatorError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentView:
+    holding: Holding
+    tools: tuple[ToolView, ...]
+    total: int
+    offset: int
+
+
+class Viewpoint:
+    """One signed-in viewer's reading of the mesh, for one request."""
+
+    def __init__(self, navigator: Navigator, catalog: Catalog, caller: Caller) -> None:
+        self.navigator = navigator
+        self.catalog = catalog
+        self.caller = caller
+        self.operator = ADMIN_SCOPE in caller.scopes
+
+    async def _listing(self, address: str | None) -> dict[str, Any] | None:
+        """The whole ``seats`` listing at ``address``, every page; ``None`` when nothing there
+        is the viewer's to call."""
+        for attempt in range(LISTING_ATTEMPTS):
+            try:
+                first = await self.navigator.seats(self.caller, address, None)
+                entries = list(first["entries"])
+                cursor = first.get("nextCursor")
+                for _ in range(MAX_LISTING_PAGES - 1):
+                    if cursor is None:
+                        break
+                    page = await self.navigator.seats(self.caller, address, cursor)
+                    entries.extend(page["entries"])
+                    cursor = page.get("nextCursor")
+                return {**first, "entries": entries}
+            except UnknownTool:
+                return None
+            except (InvalidCursor, ToolGrantsChanged):
+                if attempt == LISTING_ATTEMPTS - 1:
+                    raise
+        return None
+
+    async def _counts(self, address: str | None) -> dict[str, dict[str, Any]]:
+        listing = await self._listing(address)
+        return {} if listing is None else {e["address"]: e for e in listing["entries"]}
+
+    # --- the mesh --------------------------------------------------------------------------
+
+    async def mesh(self) -> MeshView:
+        top = await self._counts(None)
+        machines = {a: e for a, e in top.items() if e["kind"] == "machine"}
+        held = {name: await self._counts(name) for name in machines}
+        if not self.operator:
+            return MeshView(
+                seats=tuple(_holding(e) for e in top.values() if e["kind"] == "seat"),
+                machines=tuple(
+                    MachineView(
+                        name=name,
+                        status=entry["status"],
+                        tools=entry["tools"],
+                        holdings=tuple(_holding(e, name) for e in held[name].values()),
+                    )
+                    for name, entry in machines.items()
+                ),
+                node_seats=tuple(_node_seat(e) for e in top.values() if e["kind"] == "node seat"),
+                operator=False,
+            )
+        view = mesh_view(self.catalog)
+        counts = {a: e for listing in held.values() for a, e in listing.items()}
+        counts.update((a, e) for a, e in top.items() if e["kind"] == "seat")
+        modules = {
+            a["role"]: a["module"]
+            for m in view["machines"]
+            for a in m["assignments"]
+            if a["kind"] == "node seat"
+        }
+        return MeshView(
+            seats=tuple(_operator_holding(s, counts) for s in view["seats"]),
+            machines=tuple(_operator_machine(m, top, counts) for m in view["machines"]),
+            node_seats=tuple(
+                NodeSeatView(
+                    role=n["role"],
+                    module=modules.get(n["role"], n["role"]),
+                    holder_count=n["holderCount"],
+                    tools=top.get(f"*/{n['role']}", {}).get("tools", 0),
+                )
+                for n in view["nodeSeats"]
+            ),
+            operator=True,
+        )
+
+    # --- a machine -------------------------------------------------------------------------
+
+    async def machine(self, name: str) -> MachineView:
+        if not is_machine_name(name):
+            raise UnknownTool(NOTHING_HERE)
+        listing = await self._listing(name)
+        if not self.operator:
+            if listing is None:
+                raise UnknownTool(NOTHING_HERE)
+            entries = listing["entries"]
+            return MachineView(
+                name=name,
+                status=listing["status"],
+                tools=sum(e["tools"] for e in entries),
+                holdings=tuple(_holding(e, name) for e in entries),
+            )
+        found = [m for m in mesh_view(self.catalog)["machines"] if m["name"] == name]
+        if not found:
+            raise UnknownTool("No such machine.")
+        counts = {} if listing is None else {e["address"]: e for e in listing["entries"]}
+        if any(a["kind"] == "seat" for a in found[0]["assignments"]):
+            counts.update(await self._counts(MESH))
+        top = {name: {"tools": sum(e["tools"] for e in counts.values() if e["kind"] != "seat")}}
+        return _operator_machine(found[0], top, counts)
+
+    # --- an assignment ---------------------------------------------------------------------
+
+    async def assignment(
+        self, holder: str, role: str, *, page: int, tool: str | None
+    ) -> AssignmentView:
+        address = str(parse_address(f"{holder}/{role}"))
+        listing = await self._listing(address)
+        entries = [] if listing is None else list(listing["entries"])
+        if self.operator:
+            known = [
+                a
+                for m in mesh_view(self.catalog)["machines"]
+                for a in m["assignments"]
+                if a["address"] == address
+            ]
+            if not known:
+                raise UnknownTool(NOTHING_HERE)
+            known.sort(key=lambda a: a["status"] == RETIRED)
+            holding = _operator_holding(known[0], {address: {"tools": len(entries)}})
+        elif listing is None:
+            raise UnknownTool(NOTHING_HERE)
+        else:
+            holding = Holding(
+                address=address,
+                kind=listing["kind"],
+                module=listing.get("module", ""),
+                status=listing.get("status", ""),
+                tools=len(entries),
+            )
+        names = [e["address"].rsplit("/", 1)[1] for e in entries]
+        if tool is not None and tool in names:
+            page = names.index(tool) // TOOLS_PAGE
+        offset = max(0, min(page, max(0, len(entries) - 1) // TOOLS_PAGE)) * TOOLS_PAGE
+        tools = [await self._tool(e) for e in entries[offset : offset + TOOLS_PAGE]]
+        return AssignmentView(holding, tuple(tools), len(entries), offset)
+
+    async def _tool(self, entry: dict[str, Any]) -> ToolView:
+        contract: dict[str, Any] | None = None
+        problem: NavigatorError | None = None
+        try:
+            contract = await self.navigator.describe(self.caller, entry["address"])
+        except NavigatorError as error:
+            problem = error
+        return ToolView(
+            address=entry["address"],
+            name=entry["address"].rsplit("/", 1)[1],
+            title=entry["title"],
+            summary=entry["summary"],
+            status=entry["status"],
+            contract=contract,
+            problem=problem,
+        )
+
+    def require_operator(self) -> None:
+        if not self.operator:
+            raise ToolNotGranted(f"This page needs the {ADMIN_SCOPE} scope.")
+
+
+def _holding(entry: dict[str, Any], machine: str | None = None) -> Holding:
+    return Holding(
+        address=entry["address"],
+        kind=entry["kind"],
+        module=entry.get("module", ""),
+        status=entry.get("status", ""),
+        tools=entry.get("tools", 0),
+        machine=machine,
+    )
+
+
+def _node_seat(entry: dict[str, Any]) -> NodeSeatView:
+    return NodeSeatView(
+        role=entry["address"].split("/", 1)[1],
+        module=entry.get("module", ""),
+        holder_count=entry.get("holderCount", 0),
+        tools=entry.get("tools", 0),
+    )
+
+
+def _operator_holding(entry: dict[str, Any], counts: dict[str, dict[str, Any]]) -> Holding:
+    retired = entry["status"] == RETIRED
+    return Holding(
+        address=entry["address"],
+        kind=entry["kind"],
+        module=entry["module"],
+        status=entry["status"],
+        tools=None if retired else counts.get(entry["address"], {}).get("tools", 0),
+        machine=entry["machine"],
+    )
+
+
+def _operator_machine(
+    machine: dict[str, Any], top: dict[str, dict[str, Any]], counts: dict[str, dict[str, Any]]
+) -> MachineView:
+    return MachineView(
+        name=machine["name"],
+        status=machine["status"],
+        tools=top.get(machine["name"], {}).get("tools", 0),
+        holdings=tuple(_operator_holding(a, counts) for a in machine["assignments"]),
+        advertise=machine["advertise"],
+        last_heartbeat=machine["lastHeartbeat"],
+    )

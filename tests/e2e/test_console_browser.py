@@ -1,0 +1,231 @@
+"""The console in a real browser against real processes (SPEC §8, issue 7): Debian's Chromium
+driven by Playwright, a navigator and three nodes started as an operator would.
+
+Set ``MESHNAV_SCREENSHOT=path.png`` to keep a screenshot of the mesh page (docs/console-mesh.png
+is made this way).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, sync_playwright
+
+from tests.harness import MeshHarness
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.xdist_group("browser")]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+REPORT_TOOLS = [
+    {
+        "name": "monthly_revenue",
+        "title": "Monthly revenue",
+        "description": "Revenue per month from the orders table.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"year": {"type": "integer", "description": "Calendar year."}},
+            "required": ["year"],
+        },
+        "annotations": {"readOnlyHint": True},
+    }
+]
+
+
+@dataclass
+class ConsoleMesh:
+    harness: MeshHarness
+    operator: str
+    stranger: str
+
+    @property
+    def url(self) -> str:
+        return self.harness.navigator_url
+
+
+def _seed(path: Path, statements: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as connection:
+        for statement in statements:
+            connection.execute(statement)
+
+
+def _wait_registered(harness: MeshHarness, name: str, attempts: int = 4) -> None:
+    """The harness's wait, repeated while the node is still starting (a loaded machine)."""
+    process = harness.nodes[name].process
+    for attempt in range(attempts):
+        try:
+            harness.wait_registered(name, process)
+            return
+        except RuntimeError:
+            if process.poll() is not None or attempt == attempts - 1:
+                raise
+
+
+@pytest.fixture(scope="module")
+def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
+    """The demo's shape: db1 and db2 with SQLite data, web1 holding the mesh seat ``notes``."""
+    root = tmp_path_factory.mktemp("console")
+    _seed(
+        root / "db1" / "inventory.db", ["CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT)"]
+    )
+    _seed(
+        root / "db2" / "customers.db",
+        ["CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)"],
+    )
+    _seed(root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"])
+    harness = MeshHarness(root / "run")
+    operator = harness.principal("operator", ["mesh:admin"])
+    harness.grant("operator", "*/*/*")
+    stranger = harness.principal("stranger")
+    try:
+        harness.start_navigator()
+        harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
+        harness.start_node("db2", ["node", f"sqlite:{root / 'db2'}"], wait=False)
+        harness.start_node(
+            "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
+        )
+        for name in ("db1", "db2", "web1"):
+            _wait_registered(harness, name)
+        yield ConsoleMesh(harness, operator, stranger)
+    finally:
+        harness.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (scripts/system-deps installs it)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@dataclass
+class Recorded:
+    """A fresh browser profile, and every URL its pages asked for."""
+
+    context: BrowserContext
+    urls: list[str]
+
+
+@pytest.fixture
+def recorded(browser: Browser, console_mesh: ConsoleMesh) -> Iterator[Recorded]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    urls: list[str] = []
+    context.on("request", lambda request: urls.append(request.url))
+    try:
+        yield Recorded(context, urls)
+    finally:
+        context.close()
+    origin = urlsplit(console_mesh.url)
+    elsewhere = [
+        url
+        for url in urls
+        if (urlsplit(url).scheme, urlsplit(url).netloc) != (origin.scheme, origin.netloc)
+    ]
+    assert urls, "the page made no requests at all"
+    assert elsewhere == [], "the console loaded something from outside the navigator"
+
+
+def sign_in(context: BrowserContext, url: str, token: str) -> Page:
+    page = context.new_page()
+    page.goto(url + "/")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1, name="The mesh")).to_be_visible()
+    assert token not in page.url
+    return page
+
+
+def machine_status(page: Page, machine: str) -> Locator:
+    return page.locator("article.card", has=page.locator(f"#machine-{machine}")).locator(
+        ".card-head .status"
+    )
+
+
+def test_console_shows_the_mesh_and_follows_it_live(
+    console_mesh: ConsoleMesh, recorded: Recorded
+) -> None:
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+    for machine in ("db1", "db2", "web1"):
+        expect(machine_status(page, machine)).to_have_text("answering")
+    for assignment in (
+        "db1/sqlite",
+        "db1/node",
+        "db2/sqlite",
+        "db2/node",
+        "web1/node",
+        "mesh/notes",
+    ):
+        expect(page.locator(f'a[href="/console/assignments/{assignment}"]').first).to_be_visible()
+    expect(page.locator("#live")).to_have_text("Live")
+    if screenshot := os.environ.get("MESHNAV_SCREENSHOT"):
+        page.screenshot(path=screenshot, full_page=True)
+    page.evaluate("window.meshnavTestMarker = 'still the same page'")
+
+    registered = time.monotonic()
+    httpx.post(
+        console_mesh.url + "/api/v1/assignments",
+        json={"machine": "db1", "role": "reports", "tools": REPORT_TOOLS},
+        headers={"Authorization": f"Bearer {console_mesh.operator}"},
+        timeout=10,
+    ).raise_for_status()
+    expect(page.locator('a[href="/console/assignments/db1/reports"]')).to_be_visible(timeout=2000)
+    assert time.monotonic() - registered < 2.5
+
+    heartbeat_s = console_mesh.harness.heartbeat_s
+    killed = time.monotonic()
+    console_mesh.harness.kill_node("db2")
+    expect(machine_status(page, "db2")).to_have_text(
+        "not answering", timeout=(3 * heartbeat_s + 1.5) * 1000
+    )
+    assert time.monotonic() - killed < 3 * heartbeat_s + 1.5
+    expect(machine_status(page, "db1")).to_have_text("answering")
+    assert page.evaluate("window.meshnavTestMarker") == "still the same page"  # never reloaded
+
+
+def test_assignment_page_shows_tools_with_their_schemas(
+    console_mesh: ConsoleMesh, recorded: Recorded
+) -> None:
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+    page.locator('a[href="/console/assignments/db1/sqlite"]').first.click()
+    expect(page.get_by_role("heading", level=1, name="db1/sqlite")).to_be_visible()
+    query = page.locator("section.tool#tool-query")
+    expect(query.get_by_role("heading", name="db1/sqlite/query")).to_be_visible()
+    schema = query.locator("details", has=page.get_by_text("Input schema (JSON)"))
+    schema.get_by_text("Input schema (JSON)").click()
+    expect(schema.locator("pre")).to_be_visible()
+    expect(schema.locator("pre")).to_contain_text('"type": "object"')
+
+
+def test_viewer_without_grants_sees_no_tools(console_mesh: ConsoleMesh, recorded: Recorded) -> None:
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.stranger)
+    expect(page.get_by_text("No tools to show")).to_be_visible()
+    assert page.locator('main a[href^="/console/assignments/"]').count() == 0
+    assert page.locator("main article.card").count() == 0
+    page.get_by_label("Search tools").fill("list tables")
+    page.get_by_label("Search tools").press("Enter")
+    expect(page.get_by_text("No tool you may call matches that search.")).to_be_visible()
+    expect(page.locator("main .result")).to_have_count(0)

@@ -1,0 +1,585 @@
+"""The web console in process (SPEC §8, issue 7): the real ASGI app over httpx, its lifespan
+running, a registry on SQLite. Sign-in and sessions, what each viewer may see, escaping, the
+security headers, fragments and the event stream."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from sqlalchemy import update
+from starlette.applications import Starlette
+
+from navigator.app import build_app
+from navigator.auth import hash_token, mint_token
+from navigator.console import is_console_path
+from navigator.grants import Caller
+from navigator.registrar import AssignmentSpec
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import AccessStore
+from registry.models import Machine
+
+HOSTILE = '<script>alert("x")</script>'
+QUERY_TOOL = {
+    "name": "query",
+    "title": 'Run a query "><img src=x onerror=alert(1)>',
+    "description": f"Runs one read-only query. {HOSTILE} More.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "sql": {"type": "string", "description": f"The statement {HOSTILE}"},
+            "limit": {"type": "integer"},
+        },
+        "required": ["sql"],
+    },
+    "annotations": {"readOnlyHint": True},
+}
+LIST_TOOL = {
+    "name": "list_tables",
+    "description": "Lists tables.",
+    "inputSchema": {"type": "object"},
+}
+UPTIME_TOOL = {
+    "name": "uptime",
+    "description": "How long the host has been up.",
+    "inputSchema": {"type": "object"},
+}
+CSP = "default-src 'self'"
+
+
+@dataclass
+class Console:
+    app: Starlette
+    services: Services
+    tokens: dict[str, str]
+
+    def client(self, base_url: str = "http://testserver") -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url=base_url, follow_redirects=False
+        )
+
+    @asynccontextmanager
+    async def signed_in(self, who: str) -> AsyncIterator[httpx.AsyncClient]:
+        async with self.client() as client:
+            answer = await client.post(
+                "/console/sign-in", data={"token": self.tokens[who], "next": "/"}
+            )
+            assert answer.status_code == 303, answer.text
+            yield client
+
+    async def register(self, machine: str, spec: AssignmentSpec) -> None:
+        await self.services.registrar.put_assignment(machine, spec)
+
+
+@asynccontextmanager
+async def console_app(tmp_path: Path) -> AsyncIterator[Console]:
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with app.router.lifespan_context(app):
+        services: Services = app.state.meshnav
+        tokens = {name: mint_token() for name in ("alice", "nobody", "root")}
+
+        def people(session: Any) -> None:
+            store = AccessStore(session)
+            store.add_principal("alice", scopes=[], token_hash=hash_token(tokens["alice"]))
+            store.add_principal("nobody", scopes=[], token_hash=hash_token(tokens["nobody"]))
+            store.add_principal(
+                "root", scopes=["mesh:admin"], token_hash=hash_token(tokens["root"])
+            )
+            store.grant("alice", "*/*/*", effect="allow")
+            store.grant("root", "db1/*/*", effect="allow")
+
+        await services.transact(people)
+        console = Console(app, services, tokens)
+        await console.register(
+            "db1", AssignmentSpec(role="sqlite", module="sqlite", tools=[QUERY_TOOL, LIST_TOOL])
+        )
+        for machine in ("db1", "db2"):
+            await console.register(
+                machine,
+                AssignmentSpec(role="node", module="node", kind="node_seat", tools=[UPTIME_TOOL]),
+            )
+        await console.register(
+            "web1", AssignmentSpec(role="notes", module="sqlite", seat="notes", tools=[LIST_TOOL])
+        )
+        yield console
+
+
+def main_of(html: str) -> str:
+    found = re.search(r"<main[^>]*>(.*)</main>", html, re.S)
+    assert found, html
+    return found.group(1)
+
+
+# --- paths ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "console"),
+    [
+        ("/", True),
+        ("/console", True),
+        ("/console/", True),
+        ("/console/machines/db1", True),
+        ("/console/static/console.js", True),
+        ("/consoles", False),
+        ("/mcp", False),
+        ("/api/v1/mesh", False),
+        ("/healthz", False),
+    ],
+)
+def test_console_paths_are_exactly_the_root_and_console_prefix(path: str, console: bool) -> None:
+    assert is_console_path(path) is console
+
+
+async def test_mcp_and_the_api_still_need_a_bearer_token(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        mcp = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        api = await client.get("/api/v1/mesh")
+    assert mcp.status_code == 401
+    assert api.status_code == 401
+    assert api.json()["error"] == "unauthenticated"
+
+
+# --- signing in and out --------------------------------------------------------------------
+
+
+async def test_signed_out_home_is_the_sign_in_form(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        home = await client.get("/")
+    assert home.status_code == 200
+    assert '<form method="post" action="/console/sign-in">' in home.text
+    assert 'type="password"' in home.text
+    assert "db1" not in home.text
+
+
+async def test_sign_in_sets_a_strict_httponly_cookie(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        answer = await client.post(
+            "/console/sign-in", data={"token": console.tokens["alice"], "next": "/"}
+        )
+        home = await client.get("/")
+    cookie = answer.headers["set-cookie"]
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/"
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/" in cookie
+    assert "Secure" not in cookie  # plain http: a Secure cookie would never come back
+    assert console.tokens["alice"] not in answer.headers["location"]
+    assert "Signed in as <strong>alice</strong>" in home.text
+
+
+async def test_sign_in_over_https_makes_the_cookie_secure(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.client("https://testserver") as client:
+        answer = await client.post("/console/sign-in", data={"token": console.tokens["alice"]})
+    assert "Secure" in answer.headers["set-cookie"]
+
+
+async def test_sign_in_returns_to_the_page_that_asked(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        asked = await client.get("/console/machines/db1")
+        answer = await client.post(
+            "/console/sign-in",
+            data={"token": console.tokens["alice"], "next": "/console/machines/db1"},
+        )
+        elsewhere = await client.post(
+            "/console/sign-in", data={"token": console.tokens["alice"], "next": "//evil.example/"}
+        )
+    assert asked.status_code == 401
+    assert 'name="next" value="/console/machines/db1"' in asked.text
+    assert answer.headers["location"] == "/console/machines/db1"
+    assert elsewhere.headers["location"] == "/"
+
+
+@pytest.mark.parametrize("token", ["mnv_not-a-real-token", "", "x" * 5000])
+async def test_bad_token_is_refused_and_never_echoed(tmp_path: Path, token: str) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        answer = await client.post("/console/sign-in", data={"token": token})
+        home = await client.get("/")
+    assert answer.status_code == 401
+    assert "set-cookie" not in answer.headers
+    assert "That token was not accepted." in answer.text
+    assert not token or token not in answer.text
+    assert "Signed in as" not in home.text
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"origin": "http://evil.example"}, 403),
+        ({"origin": "null"}, 403),
+        ({"sec-fetch-site": "cross-site"}, 403),
+        ({"origin": "http://testserver", "sec-fetch-site": "same-origin"}, 303),
+        ({"origin": "https://console.example", "x-forwarded-host": "console.example"}, 303),
+        ({}, 303),
+    ],
+)
+async def test_sign_in_must_come_from_the_console_itself(
+    tmp_path: Path, headers: dict[str, str], status: int
+) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        answer = await client.post(
+            "/console/sign-in", data={"token": console.tokens["alice"]}, headers=headers
+        )
+    assert answer.status_code == status
+    assert ("set-cookie" in answer.headers) is (status == 303)
+
+
+async def test_sign_out_clears_the_session(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        answer = await client.post("/console/sign-out")
+        home = await client.get("/")
+    assert answer.status_code == 303
+    assert 'meshnav_console=""' in answer.headers["set-cookie"]
+    assert "Signed in as" not in home.text
+    assert "/console/sign-in" in home.text
+
+
+async def test_revoked_token_is_signed_out_on_the_next_request(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        assert "Signed in as" in (await client.get("/")).text
+        await console.services.transact(lambda s: AccessStore(s).revoke_principal("alice"))
+        page = await client.get("/console/machines/db1")
+        fragment = await client.get("/", headers={"X-Meshnav-Fragment": "1"})
+        events = await client.get("/console/events")
+    assert page.status_code == 401
+    assert "/console/sign-in" in page.text
+    assert fragment.status_code == 401
+    assert fragment.json() == {
+        "error": "unauthenticated",
+        "status": 401,
+        "message": "Missing or invalid credentials.",
+    }
+    assert events.status_code == 401
+    assert events.json()["error"] == "unauthenticated"
+
+
+async def test_the_token_appears_in_no_page(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        pages = [
+            await client.get(path)
+            for path in ("/", "/console/grants", "/console/machines/db1", "/console/search?q=query")
+        ]
+    for page in pages:
+        assert page.status_code == 200
+        assert console.tokens["root"] not in page.text
+
+
+# --- what each viewer sees -----------------------------------------------------------------
+
+
+async def test_pages_are_complete_without_javascript(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        mesh = await client.get("/")
+        machine = await client.get("/console/machines/db1")
+        assignment = await client.get("/console/assignments/db1/sqlite")
+        seat = await client.get("/console/assignments/mesh/notes")
+        found = await client.get("/console/search", params={"q": "query tables"})
+    assert [p.status_code for p in (mesh, machine, assignment, seat, found)] == [200] * 5
+    assert '<a class="skip" href="#main">' in mesh.text
+    assert '<th scope="col">' in mesh.text
+    for link in (
+        'href="/console/machines/db1"',
+        'href="/console/machines/db2"',
+        'href="/console/assignments/db1/sqlite"',
+        'href="/console/assignments/mesh/notes"',
+    ):
+        assert link in mesh.text
+    assert "5 tools you may call, on 2 machines." in mesh.text
+    assert re.search(
+        r"db1/sqlite</code></a></th>.*?data-label=\"Tools you may call\">2<", mesh.text, re.S
+    )
+    assert 'status status-ok">answering' in machine.text
+    assert "<code>db1/sqlite/query</code>" in assignment.text
+    assert "<code>sql</code>" in assignment.text  # the input schema, as a table and as JSON
+    assert "Input schema (JSON)" in assignment.text
+    assert "<code>mesh/notes/list_tables</code>" in seat.text
+    assert 'href="/console/assignments/db1/sqlite?tool=query#tool-query"' in found.text
+
+
+async def test_viewer_without_grants_sees_no_tools(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("nobody") as client:
+        mesh = await client.get("/")
+        machine = await client.get("/console/machines/db1")
+        assignment = await client.get("/console/assignments/db1/sqlite")
+        found = await client.get("/console/search", params={"q": "query"})
+    assert "No tools to show" in mesh.text
+    assert "db1" not in main_of(mesh.text)
+    assert machine.status_code == 404
+    assert assignment.status_code == 404
+    assert "db1/sqlite" not in main_of(assignment.text)
+    assert found.status_code == 200
+    assert "No tool you may call matches" in found.text
+    assert "db1/sqlite/query" not in found.text
+
+
+async def test_operator_sees_every_machine_but_only_the_tools_granted(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        mesh = await client.get("/")
+        db2 = await client.get("/console/assignments/db2/node")
+        await console.services.registrar.retire("db2", None)
+        after = await client.get("/console/machines/db2")
+    assert 'href="/console/machines/db2"' in mesh.text  # from the operators' view
+    assert 'href="/console/assignments/db2/node"' not in mesh.text  # no tool of it is granted
+    assert "Runs on" in mesh.text
+    assert db2.status_code == 200
+    assert "No tools to show" in db2.text
+    assert "db2/node/uptime" not in db2.text
+    assert 'status status-retired">retired' in after.text
+
+
+async def test_grants_page_needs_mesh_admin(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console:
+        async with console.signed_in("alice") as client:
+            refused = await client.get("/console/grants")
+            home = await client.get("/")
+        async with console.signed_in("root") as client:
+            shown = await client.get("/console/grants")
+            filtered = await client.get("/console/grants", params={"principal": "alice"})
+    assert refused.status_code == 403
+    assert "tool_not_granted" in refused.text
+    assert 'href="/console/grants"' not in home.text
+    assert shown.status_code == 200
+    assert "<code>db1/*/*</code>" in shown.text
+    assert "<code>*/*/*</code>" in shown.text
+    assert "<code>db1/*/*</code>" not in main_of(filtered.text).split("Grant rows")[1]
+
+
+async def test_search_answers_as_the_walker_tool(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        page = await client.get("/console/search", params={"q": "tables", "within": "db1/*/*"})
+        answer, _ = await console.services.navigator.search(
+            Caller("alice", frozenset()),
+            "tables",
+            limit=8,
+            within="db1/*/*",
+            schemas=False,
+            cursor=None,
+        )
+        bad_pattern = await client.get(
+            "/console/search", params={"q": "tables", "within": "DB1/**"}
+        )
+        bad_limit = await client.get("/console/search", params={"q": "tables", "limit": "99"})
+    shown = re.findall(r'<li class="result"><a href="[^"]*"><code>([^<]+)</code>', page.text)
+    assert shown == [r["address"] for r in answer["results"]]
+    assert shown
+    assert bad_pattern.status_code == 400
+    assert "invalid_address" in bad_pattern.text
+    assert bad_limit.status_code == 400
+    assert "invalid_arguments" in bad_limit.text
+
+
+async def test_tool_text_is_escaped_everywhere(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        pages = [
+            await client.get("/console/assignments/db1/sqlite"),
+            await client.get("/console/search", params={"q": "query"}),
+            await client.get("/console/search", params={"q": HOSTILE, "within": '"><b>'}),
+        ]
+    for page in pages:
+        assert "<script>" not in page.text.replace('<script src="/console/static/console.js', "")
+        assert "<img src=x" not in page.text
+        assert "<b>" not in page.text
+    assert "&lt;script&gt;" in pages[0].text
+
+
+# --- headers, fragments, assets ------------------------------------------------------------
+
+
+async def test_every_console_answer_carries_the_security_headers(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console:
+        async with console.client() as anonymous:
+            answers = [
+                await anonymous.get("/"),
+                await anonymous.get("/console/events"),
+                await anonymous.get("/console/static/console.css"),
+                await anonymous.post("/console/sign-in", data={"token": "nope"}),
+            ]
+        async with console.signed_in("alice") as client:
+            answers += [
+                await client.get("/"),
+                await client.get("/", headers={"X-Meshnav-Fragment": "1"}),
+                await client.get("/console/nothing-here"),
+            ]
+    for answer in answers:
+        assert CSP in answer.headers["content-security-policy"], answer.url
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answers[-1].status_code == 404
+    assert answers[-3].headers["cache-control"] == "no-store"
+
+
+async def test_pages_load_nothing_from_elsewhere(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        html = (await client.get("/")).text
+    references = re.findall(r'(?:src|href|action)="([^"]*)"', html)
+    assert references
+    assert all(ref.startswith(("/", "#")) and not ref.startswith("//") for ref in references)
+    assert "style=" not in html
+    assert "<script>" not in html
+
+
+async def test_fragment_is_the_main_content_only(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        whole = await client.get("/console/machines/db1")
+        fragment = await client.get("/console/machines/db1", headers={"X-Meshnav-Fragment": "1"})
+        missing = await client.get("/console/machines/nope", headers={"X-Meshnav-Fragment": "1"})
+    assert fragment.status_code == 200
+    assert fragment.headers["content-type"].startswith("text/html")
+    assert "X-Meshnav-Fragment" in fragment.headers["vary"]
+    assert fragment.text == main_of(whole.text)
+    assert "<header" not in fragment.text.split("<h1>")[0]
+    assert missing.status_code == 404
+    assert missing.text.startswith("<h1>Not found</h1>")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("console.css", "text/css"),
+        ("console.js", "text/javascript"),
+        ("favicon.svg", "image/svg+xml"),
+    ],
+)
+async def test_static_assets_are_served_by_the_navigator(
+    tmp_path: Path, name: str, kind: str
+) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        asset = await client.get(f"/console/static/{name}")
+        again = await client.get(
+            f"/console/static/{name}", headers={"if-none-match": asset.headers["etag"]}
+        )
+        missing = [
+            await client.get(f"/console/static/{path}") for path in ("app.py", "%2e%2e%2fapp.py")
+        ]
+    assert asset.status_code == 200
+    assert asset.headers["content-type"].startswith(kind)
+    assert again.status_code == 304
+    assert missing[0].status_code == 404
+    assert missing[1].status_code in (401, 404)  # not an asset: the console's catch-all answers
+    assert all("__future__" not in m.text for m in missing)
+
+
+# --- live ----------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def open_events(app: Starlette, token: str) -> AsyncIterator[Any]:
+    """``GET /console/events`` served as a server would: yields the stream of ASGI messages, and
+    disconnects the client on the way out."""
+    headers = [(b"host", b"testserver"), (b"cookie", f"meshnav_console={token}".encode())]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/console/events",
+        "raw_path": b"/console/events",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    sender, receiver = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+    gone = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        await sender.send(dict(message))
+
+    async with sender, receiver, anyio.create_task_group() as tasks:
+        tasks.start_soon(app, scope, receive, send)
+        try:
+            yield receiver
+        finally:
+            gone.set()
+
+
+async def test_events_stream_says_when_an_assignment_registers(tmp_path: Path) -> None:
+    async with (
+        console_app(tmp_path) as console,
+        open_events(console.app, console.tokens["alice"]) as messages,
+    ):
+        with anyio.fail_after(10):
+            start = await messages.receive()
+            hello = await messages.receive()
+            await console.register(
+                "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
+            )
+            body = b""
+            while b"event: change" not in body:
+                body += (await messages.receive())["body"]
+    headers = dict(start["headers"])
+    assert start["status"] == 200
+    assert headers[b"content-type"].startswith(b"text/event-stream")
+    assert CSP.encode() in headers[b"content-security-policy"]
+    assert b"retry: " in hello["body"]
+    data = json.loads(body.split(b"data: ", 1)[1].split(b"\r\n", 1)[0])
+    assert "machine" in data["kinds"]
+    assert b"db3" not in body  # what changed is the page's to find out, under the viewer's grants
+
+
+async def test_events_stream_ends_once_the_token_is_revoked(tmp_path: Path) -> None:
+    async with (
+        console_app(tmp_path) as console,
+        open_events(console.app, console.tokens["alice"]) as messages,
+    ):
+        with anyio.fail_after(10):
+            await messages.receive()  # the response starts
+            await messages.receive()  # retry: ...
+            await console.services.transact(lambda s: AccessStore(s).revoke_principal("alice"))
+            await console.register(
+                "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
+            )
+            body = b""
+            while True:
+                message = await messages.receive()
+                body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    break
+    assert b"event: signed-out" in body
+    assert b"event: change" not in body
+
+
+async def test_events_stream_says_when_a_machine_stops_answering(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console:
+        registry = console.services.registry
+
+        def beat(at: datetime) -> None:
+            with registry.transaction() as session:
+                session.execute(
+                    update(Machine)
+                    .where(Machine.name == "db2")
+                    .values(
+                        last_heartbeat_at=at, heartbeat_s=1, advertise_url="http://127.0.0.1:9/"
+                    )
+                )
+
+        await anyio.to_thread.run_sync(beat, datetime.now(UTC))
+        await console.services.catalog.refresh_heartbeats()
+        assert console.services.catalog.machine_status("db2") == "answering"
+        async with open_events(console.app, console.tokens["alice"]) as messages:
+            with anyio.fail_after(15):
+                await messages.receive()
+                await messages.receive()
+                body = b""
+                while b"event: change" not in body:  # no heartbeat: silent for three intervals
+                    body += (await messages.receive())["body"]
+        assert console.services.catalog.machine_status("db2") == "not answering"
+    assert b'"status"' in body
