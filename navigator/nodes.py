@@ -110,7 +110,7 @@ class NodeConnections:
         tool: str,
         arguments: dict[str, Any],
         *,
-        token: Callable[[], str],
+        token: Callable[[], str] | None,
         deadline_s: float,
         progress: ProgressSink | None = None,
     ) -> CallToolResult:
@@ -123,7 +123,7 @@ class NodeConnections:
                         tool,
                         arguments,
                         progress_handler=cast(ProgressHandler | None, progress),
-                        meta={META_KEY: token()},
+                        meta=None if token is None else {META_KEY: token()},
                     )
                 except (Exception, BaseExceptionGroup) as error:
                     await self._close(endpoint)

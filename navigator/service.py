@@ -31,6 +31,7 @@ from navigator.errors import (
     ToolGrantsChanged,
     ToolNotGranted,
     ToolSchemaTooLarge,
+    ToolValidationUnavailable,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
@@ -230,7 +231,7 @@ class Navigator:
         if verdict is None:
             try:
                 verdict = _SchemaVerdict(compile_schema(tool.input_schema), None)
-            except Exception as error:  # ToolValidationUnavailable, kept to answer again
+            except ToolValidationUnavailable as error:  # kept, to answer the same next time
                 verdict = _SchemaVerdict(None, error)
             if len(self._schemas) > 65536:
                 self._schemas.clear()
@@ -265,25 +266,7 @@ class Navigator:
         if tool.endpoint is None:  # 5. the owning node
             raise NodeUnavailable()
         key = self.catalog.node_keys.get(tool.machine)
-        token: Callable[[], str]
-        if key is None:
-            # Not one of ours (an MCP server registered by URL): it cannot check tokens.
-            def token() -> str:
-                return ""
-        else:
-            node_key = key
-
-            def token() -> str:
-                return sign_call_token(
-                    node_key,
-                    principal=caller.principal,
-                    address=tool.address,
-                    machine=tool.machine,
-                    role=tool.endpoint_role,
-                    tool=tool.name,
-                    arguments=arguments,
-                )
-
+        token = None if key is None else _signer(key, caller, tool, arguments)
         result = await self.connections.call(
             tool.endpoint,
             tool.name,
@@ -299,3 +282,25 @@ class Navigator:
             (time.perf_counter() - started) * 1000,
         )
         return result
+
+
+def _signer(
+    key: bytes, caller: Caller, tool: CatalogTool, arguments: dict[str, Any]
+) -> Callable[[], str]:
+    """A fresh call token per attempt, for exactly this tool on this machine with these arguments.
+
+    Servers registered by URL have no key and get no token: they cannot check one (SPEC §6).
+    """
+
+    def token() -> str:
+        return sign_call_token(
+            key,
+            principal=caller.principal,
+            address=tool.address,
+            machine=tool.machine,
+            role=tool.endpoint_role,
+            tool=tool.name,
+            arguments=arguments,
+        )
+
+    return token
