@@ -8,9 +8,7 @@ import anyio.to_thread
 import uvicorn
 
 from meshnav.errors import CommandError
-from navigator.app import build_app, build_mcp, running
 from navigator.errors import NavigatorError
-from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import RegistryError, migrate
 
@@ -22,6 +20,8 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     if stdio:
         await _serve_stdio(settings)
         return
+    from navigator.app import build_app
+
     app = build_app(settings)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
@@ -32,6 +32,9 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
 async def _serve_stdio(settings: NavigatorSettings) -> None:
     """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN, resolved now:
     a missing or bad token stops it before it serves."""
+    from navigator.server import build_mcp, running
+    from navigator.services import Services
+
     token = settings.token.get_secret_value() if settings.token else None
     services = Services.create(settings)
     try:

@@ -32,6 +32,8 @@ logger = logging.getLogger("meshnav.navigator.nodes")
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
+RESERVED_META_PREFIX = "io.modelcontextprotocol/"
+
 _CONNECT_FAILURES: tuple[type[BaseException], ...] = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
 
@@ -134,7 +136,7 @@ class NodeConnections:
                     logger.info("node call failed: %s", type(error).__name__)
                     raise NodeUnavailable() from None
                 _check_size(result)
-                return result
+                return _as_ours(result)
         assert scope.cancelled_caught
         await self._close(endpoint)
         raise NodeTimeout()
@@ -144,3 +146,13 @@ def _check_size(result: CallToolResult) -> None:
     size = len(result.model_dump_json(by_alias=True, exclude_none=True))
     if size > LIMITS.node_answer_bytes:
         raise NodeAnswerTooLarge()
+
+
+def _as_ours(result: CallToolResult) -> CallToolResult:
+    """The node's answer, less the protocol's reserved ``_meta`` keys (the node's serverInfo):
+    the agent's answer comes from the navigator; the node's own content passes through whole."""
+    meta = result.meta
+    if not meta or not any(key.startswith(RESERVED_META_PREFIX) for key in meta):
+        return result
+    kept = {k: v for k, v in meta.items() if not k.startswith(RESERVED_META_PREFIX)}
+    return result.model_copy(update={"meta": kept or None})

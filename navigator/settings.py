@@ -27,6 +27,10 @@ class NavigatorSettings(BaseSettings):
     jwt_jwks_uri: str | None = None
     jwt_public_key: str | None = None
     jwt_algorithm: str | None = None
+    #: Host headers (and browser origins) the MCP endpoint accepts besides loopback and the
+    #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
+    allowed_hosts: list[str] = []
+    allowed_origins: list[str] = []
 
     @property
     def host(self) -> str:

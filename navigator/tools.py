@@ -155,7 +155,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             "output_schema": {
                 "type": "object",
                 "properties": {
-                    "address": {"type": ["string", "null"]},
+                    "address": {"anyOf": [{"type": "string"}, {"type": "null"}]},
                     "kind": {"type": "string"},
                     "status": {"type": "string"},
                     "module": {"type": "string"},

@@ -51,17 +51,17 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeshHarness]:
         root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"]
     )
     harness = MeshHarness(root / "run")
-    harness.agent_token = harness.principal("agent")  # type: ignore[attr-defined]
-    harness.grant("agent", "*/*/*")
-    harness.start_navigator()
-    harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
-    harness.start_node("db2", ["node", f"sqlite:{root / 'db2'}"], wait=False)
-    harness.start_node(
-        "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
-    )
-    for name in ("db1", "db2", "web1"):
-        harness.wait_registered(name, harness.nodes[name].process)
     try:
+        harness.agent_token = harness.principal("agent")  # type: ignore[attr-defined]
+        harness.grant("agent", "*/*/*")
+        harness.start_navigator()
+        harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
+        harness.start_node("db2", ["node", f"sqlite:{root / 'db2'}"], wait=False)
+        harness.start_node(
+            "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
+        )
+        for name in ("db1", "db2", "web1"):
+            harness.wait_registered(name, harness.nodes[name].process)
         yield harness
     finally:
         harness.close()

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastmcp import Client
 
-from navigator.app import build_mcp, running
 from navigator.grants import Caller
+from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore, Registry, migrate

@@ -13,9 +13,9 @@ import anyio
 import pytest
 from fastmcp import Client
 
-from navigator.app import build_mcp, running
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
+from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from fastmcp import Client
 
-from navigator.app import build_mcp, running
 from navigator.registrar import AssignmentSpec
+from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 

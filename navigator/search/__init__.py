@@ -1,0 +1,16 @@
+"""Search over the mesh's tools: a local, lexical, incrementally updated index (ADR 0007)."""
+
+from __future__ import annotations
+
+from navigator.search.documents import Hit, SearchPage, ToolDocument, document_from_tool
+from navigator.search.index import SearchIndex
+from navigator.search.ranking import RankingSettings
+
+__all__ = [
+    "Hit",
+    "RankingSettings",
+    "SearchIndex",
+    "SearchPage",
+    "ToolDocument",
+    "document_from_tool",
+]

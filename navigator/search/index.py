@@ -1,0 +1,331 @@
+"""The in-memory search index: tools by address, ranked by text, narrowed by grants.
+
+Documents with the same role, tool name and contract digest are one *tool text* however many
+holders offer them: the text is indexed once (taken from the member whose address sorts first) and
+the holders are its members, kept in address order. Registering, changing or retiring an
+assignment touches only the texts and members involved.
+
+A search scores tool texts (see ``ranking``), then walks them best first. For each it asks
+``within`` and then ``permits`` of its members' concrete addresses — so only tools that matched the
+query are ever checked — and makes one hit of what is permitted: a collapsed ``*/ROLE/TOOL`` for two
+or more holders, the concrete address for one, nothing for none. Hits leave in (score descending,
+address ascending) order, and the walk stops as soon as the page and one more hit are known, so
+that grants are evaluated for a page, not for the catalogue.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import insort
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from navigator.addresses import Pattern
+from navigator.search.documents import Hit, SearchPage, ToolDocument
+from navigator.search.paging import first_hits
+from navigator.search.postings import PostingIndex
+from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
+from navigator.search.text import TextAnalyzer, split_identifier
+from navigator.search.vocabulary import Vocabulary
+
+__all__ = ["SearchIndex"]
+
+COLLAPSED_HOLDERS_SHOWN = 16
+
+# (role, tool name, contract digest): the tools that are the same tool on another holder
+_GroupKey = tuple[str, str, str]
+# (title, description, parameters): what of a document is indexed besides its role and name
+_Text = tuple[str, str, tuple[tuple[str, str], ...]]
+
+
+def _text_of(document: ToolDocument) -> _Text:
+    return (document.title, document.description, document.parameters)
+
+
+def _holder_words(holder: str) -> set[str]:
+    """The words that name a holder in a query: its whole name and its parts."""
+    words = {holder.casefold()}
+    words.update(part for part in split_identifier(holder) if len(part) > 1)
+    return words
+
+
+@dataclass(slots=True)
+class _ToolText:
+    """One indexed text and the addresses of the documents that share it, in address order.
+
+    Its words are not kept: unindexing analyses the text again, which costs a removal what adding
+    cost, and saves the index a copy of every text's words.
+    """
+
+    key: _GroupKey
+    text: _Text
+    slot: int
+    members: list[str]
+
+
+class SearchIndex:
+    """Tools by address, searchable by words, narrowed by the caller's grants."""
+
+    def __init__(self, settings: RankingSettings | None = None) -> None:
+        self._settings = settings or RankingSettings()
+        self._analyzer = TextAnalyzer()
+        self._postings = PostingIndex(self._settings)
+        self._vocabulary = Vocabulary()
+        self._documents: dict[str, ToolDocument] = {}
+        self._texts: dict[_GroupKey, _ToolText] = {}
+        self._by_slot: dict[int, _ToolText] = {}
+        self._slots_by_role: dict[str, set[int]] = {}
+        self._by_holder: dict[str, set[str]] = {}
+        self._holders_by_word: dict[str, set[str]] = {}
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def upsert(self, documents: Iterable[ToolDocument]) -> None:
+        """Add documents, or replace those already indexed at the same address."""
+        with self._lock:
+            touched: dict[_GroupKey, None] = {}
+            for document in documents:
+                previous = self._documents.get(document.address)
+                if previous == document:
+                    continue
+                if previous is not None:
+                    self._detach(previous, touched)
+                self._attach(document, touched)
+            self._settle(touched)
+
+    def remove(self, addresses: Iterable[str]) -> None:
+        """Remove the documents at these addresses; unknown addresses are ignored."""
+        with self._lock:
+            touched: dict[_GroupKey, None] = {}
+            for address in addresses:
+                document = self._documents.get(address)
+                if document is not None:
+                    self._detach(document, touched)
+            self._settle(touched)
+
+    def remove_prefix(self, prefix: str) -> None:
+        """Remove every document whose address starts with ``prefix`` (e.g. ``db1/postgres/``)."""
+        with self._lock:
+            holder, slash, _ = prefix.partition("/")
+            if slash:
+                candidates = self._by_holder.get(holder, set())
+            else:
+                candidates = {
+                    address
+                    for name, addresses in self._by_holder.items()
+                    if name.startswith(prefix)
+                    for address in addresses
+                }
+            self.remove(sorted(address for address in candidates if address.startswith(prefix)))
+
+    def _attach(self, document: ToolDocument, touched: dict[_GroupKey, None]) -> None:
+        key = (document.role, document.name, document.contract_digest)
+        self._documents[document.address] = document
+        self._by_holder.setdefault(document.holder, set()).add(document.address)
+        if len(self._by_holder[document.holder]) == 1:
+            for word in _holder_words(document.holder):
+                self._holders_by_word.setdefault(word, set()).add(document.holder)
+        tool_text = self._texts.get(key)
+        if tool_text is None:
+            tool_text = self._index_text(key, _text_of(document))
+            self._texts[key] = tool_text
+        insort(tool_text.members, document.address)
+        touched[key] = None
+
+    def _detach(self, document: ToolDocument, touched: dict[_GroupKey, None]) -> None:
+        key = (document.role, document.name, document.contract_digest)
+        del self._documents[document.address]
+        on_holder = self._by_holder[document.holder]
+        on_holder.discard(document.address)
+        if not on_holder:
+            del self._by_holder[document.holder]
+            for word in _holder_words(document.holder):
+                holders = self._holders_by_word[word]
+                holders.discard(document.holder)
+                if not holders:
+                    del self._holders_by_word[word]
+        self._texts[key].members.remove(document.address)
+        touched[key] = None
+
+    def _settle(self, touched: dict[_GroupKey, None]) -> None:
+        """Unindex texts left without members; re-index texts whose first member's text changed."""
+        stale: dict[int, _ToolText] = {}
+        for key in touched:
+            tool_text = self._texts[key]
+            if not tool_text.members:
+                del self._texts[key]
+                stale[tool_text.slot] = tool_text
+                continue
+            wanted = _text_of(self._documents[tool_text.members[0]])
+            if wanted != tool_text.text:
+                stale[tool_text.slot] = tool_text
+                replacement = self._index_text(key, wanted)
+                replacement.members = tool_text.members
+                self._texts[key] = replacement
+        if stale:
+            terms: dict[int, list[str]] = {}
+            for slot, text in stale.items():
+                terms[slot] = self._terms(text.key, text.text)
+                # Slots are freed only below, after this batch's new texts took theirs: a stale
+                # slot still maps to its stale text.
+                del self._by_slot[slot]
+                role_slots = self._slots_by_role[text.key[0]]
+                role_slots.discard(slot)
+                if not role_slots:
+                    del self._slots_by_role[text.key[0]]
+            self._vocabulary.discard(self._postings.remove(terms))
+
+    def _stemmed_fields(self, key: _GroupKey, text: _Text) -> list[list[str]]:
+        role, name, _ = key
+        title, description, parameters = text
+        fields = self._analyzer.tool_fields(name, title, description, parameters, role)
+        stem = self._analyzer.stem
+        return [[stem(word) for word in field] for field in fields]
+
+    def _terms(self, key: _GroupKey, text: _Text) -> list[str]:
+        """The distinct terms of a text."""
+        return list(dict.fromkeys(t for field in self._stemmed_fields(key, text) for t in field))
+
+    def _index_text(self, key: _GroupKey, text: _Text) -> _ToolText:
+        slot, new_terms = self._postings.add(self._stemmed_fields(key, text))
+        self._vocabulary.add(new_terms)
+        tool_text = _ToolText(key, text, slot, [])
+        self._by_slot[slot] = tool_text
+        self._slots_by_role.setdefault(key[0], set()).add(slot)
+        return tool_text
+
+    # -- search --------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        permits: Callable[[str], bool],
+        within: Callable[[str], bool] | None = None,
+        offset: int = 0,
+        limit: int = 8,
+    ) -> SearchPage:
+        """One page of the ranked, collapsed hits for ``query`` among the permitted tools."""
+        if offset < 0 or limit < 1:
+            raise ValueError("offset must be >= 0 and limit >= 1")
+        with self._lock:
+            wanted = offset + limit + 1
+            hits = self._ranked_hits(query, permits, within, wanted)
+            return SearchPage(hits[offset : offset + limit], len(hits) > offset + limit)
+
+    def _ranked_hits(
+        self,
+        query: str,
+        permits: Callable[[str], bool],
+        within: Callable[[str], bool] | None,
+        wanted: int,
+    ) -> list[Hit]:
+        plan = plan_query(
+            self._analyzer.query_words(query),
+            known_term=self._postings.__contains__,
+            holder_words=self._holders_by_word,
+            correct=self._vocabulary.correct,
+            settings=self._settings,
+        )
+        if plan.empty:
+            return []
+        scores = self._postings.scores(plan.terms)
+        bonuses = self._holder_bonuses(plan.holder_words)
+        bounds = scores
+        if bonuses:
+            bounds = scores.copy()
+            for slot, bonus in self._slot_bonuses(bonuses).items():
+                bounds[slot] += bonus
+        narrowed = self._narrowed_slots(within)
+        if narrowed is not None:
+            kept = np.zeros(len(bounds), dtype=bool)
+            kept[narrowed] = True
+            bounds = np.where(kept, bounds, 0.0)
+        candidates = np.flatnonzero(bounds > 0.0)
+        return first_hits(
+            candidates,
+            bounds,
+            wanted,
+            lambda slot: self._hit(slot, float(scores[slot]), bonuses, permits, within),
+        )
+
+    def _narrowed_slots(self, within: Callable[[str], bool] | None) -> list[int] | None:
+        """The slots that can hold a match of ``within``, when it is the navigator's parsed
+        pattern (``Pattern.matches_address``) naming a holder or a role; else ``None``.
+
+        Only a shortcut: ``within`` is still asked of every member of what is left.
+        """
+        pattern = getattr(within, "__self__", None)
+        if not isinstance(pattern, Pattern) or getattr(within, "__func__", None) is not (
+            Pattern.matches_address
+        ):
+            return None
+        if pattern.holder is not None:
+            slots: set[int] = set()
+            for address in self._by_holder.get(pattern.holder, ()):
+                document = self._documents[address]
+                if pattern.role is None or document.role == pattern.role:
+                    key = (document.role, document.name, document.contract_digest)
+                    slots.add(self._texts[key].slot)
+            return sorted(slots)
+        if pattern.role is not None:
+            return sorted(self._slots_by_role.get(pattern.role, ()))
+        return None
+
+    def _holder_bonuses(self, holder_words: tuple[tuple[str, float], ...]) -> dict[str, float]:
+        """What each holder named by the query adds to the score of its documents."""
+        bonuses: dict[str, float] = {}
+        if not holder_words:
+            return bonuses
+        settings = self._settings
+        saturated = settings.saturate(settings.holder_weight)
+        for word, weight in holder_words:
+            holders = sorted(self._holders_by_word.get(word, ()))
+            on_holders = sum(len(self._by_holder[holder]) for holder in holders)
+            bonus = weight * bm25_idf(on_holders, len(self._documents)) * saturated
+            for holder in holders:
+                bonuses[holder] = bonuses.get(holder, 0.0) + bonus
+        return bonuses
+
+    def _slot_bonuses(self, bonuses: dict[str, float]) -> dict[int, float]:
+        """For each text with a member on a named holder, the largest such holder's bonus."""
+        best: dict[int, float] = {}
+        for holder, bonus in bonuses.items():
+            for address in self._by_holder[holder]:
+                document = self._documents[address]
+                slot = self._texts[(document.role, document.name, document.contract_digest)].slot
+                best[slot] = max(best.get(slot, 0.0), bonus)
+        return best
+
+    def _hit(
+        self,
+        slot: int,
+        score: float,
+        bonuses: dict[str, float],
+        permits: Callable[[str], bool],
+        within: Callable[[str], bool] | None,
+    ) -> Hit | None:
+        tool_text = self._by_slot[slot]
+        permitted = [
+            address
+            for address in tool_text.members
+            if (within is None or within(address)) and permits(address)
+        ]
+        if not permitted:
+            return None
+        documents = [self._documents[address] for address in permitted]
+        if bonuses:
+            score += max(bonuses.get(document.holder, 0.0) for document in documents)
+        if score <= 0.0:
+            return None
+        if len(documents) == 1:
+            return Hit(documents[0].address, documents[0], (), 1, score)
+        role, name, _ = tool_text.key
+        holders = tuple(document.holder for document in documents[:COLLAPSED_HOLDERS_SHOWN])
+        return Hit(f"*/{role}/{name}", documents[0], holders, len(documents), score)

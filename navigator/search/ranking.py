@@ -1,0 +1,104 @@
+"""How relevance is scored: BM25F over a tool's fields, and what a query asks of them.
+
+A tool's text is scored as one BM25F document (Robertson, Zaragoza & Taylor, 2004): each field's
+term frequency is weighted and normalised by that field's length against its average, the weighted
+sum is saturated once, and multiplied by the term's inverse document frequency. Frequencies are
+counted over distinct tool texts, not over holders, so a module running on 500 machines does not
+make its words look common. The holder is not part of a tool's text (identical tools on many
+holders share one); a query word naming a holder adds a separate BM25 term for the documents on
+that holder, with its frequency counted over documents.
+
+The same settings ship for every catalogue: none of them is fitted to a benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from navigator.search.text import QueryWord
+from navigator.search.vocabulary import Correction
+
+__all__ = ["FIELDS", "FIELD_COUNT", "QueryPlan", "RankingSettings", "bm25_idf", "plan_query"]
+
+FIELDS: tuple[str, ...] = ("name", "title", "description", "parameters", "role")
+FIELD_COUNT = len(FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class RankingSettings:
+    """BM25F's constants: saturation ``k1``, length normalisation ``b``, and field weights.
+
+    A tool's name and title say what it is in a few words, so a word there counts several times
+    one in the description; parameters mostly say how, not what, and the role is shared by every
+    tool of an assignment, so both count less. ``b`` sits between BM25's usual 0.75 and no length
+    normalisation: a long description is usually a thorough one, not a diluted one.
+    """
+
+    k1: float = 1.2
+    b: float = 0.5
+    field_weights: tuple[float, ...] = (3.0, 2.0, 1.0, 0.25, 0.5)
+    holder_weight: float = 0.5
+    # A corrected query word counts this much of a word as written, by edit distance (1, 2).
+    corrected_weights: tuple[float, ...] = (0.5, 0.3)
+
+    def __post_init__(self) -> None:
+        if len(self.field_weights) != FIELD_COUNT:
+            raise ValueError("one weight per field")
+
+    def saturate(self, pseudo_frequency: float) -> float:
+        """BM25's term-frequency saturation of a (weighted, normalised) frequency."""
+        return pseudo_frequency * (self.k1 + 1.0) / (pseudo_frequency + self.k1)
+
+
+def bm25_idf(document_frequency: int, document_count: int) -> float:
+    """BM25's inverse document frequency, in the form that is never negative."""
+    return math.log(1.0 + (document_count - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What a query asks: index terms with their weights, and holder words with theirs.
+
+    Both lists keep the order in which the query first names each term, so that scores are summed
+    in the same order every time.
+    """
+
+    terms: tuple[tuple[str, float], ...]
+    holder_words: tuple[tuple[str, float], ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms and not self.holder_words
+
+
+def _accumulate(weights: dict[str, float], key: str, weight: float) -> None:
+    weights[key] = weights.get(key, 0.0) + weight
+
+
+def plan_query(
+    words: Iterable[QueryWord],
+    *,
+    known_term: Callable[[str], bool],
+    holder_words: Mapping[str, object],
+    correct: Callable[[str, str], tuple[Correction, ...]],
+    settings: RankingSettings,
+) -> QueryPlan:
+    """Turn a query's words into weighted index terms and holder words.
+
+    A word whose stem the index holds is a term with weight one per occurrence. A word naming a
+    holder (or a part of a holder's name) weighs on that holder and is never corrected. Any other
+    word written as such is corrected against the vocabulary, at a reduced weight.
+    """
+    terms: dict[str, float] = {}
+    holders: dict[str, float] = {}
+    for word in words:
+        if word.surface in holder_words:
+            _accumulate(holders, word.surface, 1.0)
+        if known_term(word.stem):
+            _accumulate(terms, word.stem, 1.0)
+        elif word.correctable and word.surface not in holder_words:
+            for term, distance in correct(word.surface, word.stem):
+                _accumulate(terms, term, settings.corrected_weights[distance - 1])
+    return QueryPlan(tuple(terms.items()), tuple(holders.items()))

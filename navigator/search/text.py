@@ -1,0 +1,177 @@
+"""Turning tool text and queries into index terms.
+
+Two kinds of text reach the index. Identifiers — tool names, parameter names, roles and holders —
+are split on ``_``, ``-``, ``.`` and camelCase boundaries (``listDatabases``, ``list_databases`` and
+``list-databases`` all give ``list`` and ``databases``). Prose — titles and descriptions — is split
+into words; a camelCase word in prose is usually a proper name (``GitHub``, ``PostgreSQL``), so it
+is kept whole and its parts are added beside it. Every word is case-folded, English stopwords are
+dropped, and what remains is reduced to its Snowball (Porter 2) stem, so that "tables", "table" and
+"tabled" meet. Nothing here depends on the catalogue: the same text always gives the same terms.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
+
+__all__ = [
+    "STOPWORDS",
+    "QueryWord",
+    "TextAnalyzer",
+    "split_identifier",
+]
+
+# NLTK's English stopword list: the standard list, nothing chosen for a particular catalogue.
+# Apostrophes are dropped, as they are from the words of a text.
+_STOPWORD_TEXT = """
+    a about above after again against ain all am an and any are aren aren't as at be because been
+    before being below between both but by can couldn couldn't d did didn didn't do does doesn
+    doesn't doing don don't down during each few for from further had hadn hadn't has hasn hasn't
+    have haven haven't having he her here hers herself him himself his how i if in into is isn
+    isn't it it's its itself just ll m ma me mightn mightn't more most mustn mustn't my myself
+    needn needn't no nor not now o of off on once only or other our ours ourselves out over own re
+    s same shan shan't she she's should should've shouldn shouldn't so some such t than that
+    that'll the their theirs them themselves then there these they this those through to too under
+    until up ve very was wasn wasn't we were weren weren't what when where which while who whom
+    why will with won won't wouldn wouldn't y you you'd you'll you're you've your yours yourself
+    yourselves
+    """
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.replace("'", "").split())
+
+# A word: a run of letters and digits (Unicode aware); apostrophes inside a word are dropped.
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# Words joined by single hyphens, as in "non-profit" or "e-mail".
+_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
+# Parts of one identifier word: ACRONYMS before a capitalised word, Capitalised or lower runs with
+# trailing digits kept (``base64``, ``ec2``), upper-case runs, digit runs.
+_CAMEL_PART = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+_MIN_TERM_LENGTH = 2
+# How much of a tool's text is read: the document keeps all of it, the index reads this much.
+_MAX_PROSE_CHARS = 8192
+_MAX_PARAMETERS = 64
+_MAX_PARAMETER_CHARS = 1024
+# Stems are cached; the cache is dropped whole when it grows past this many words.
+_STEM_CACHE_LIMIT = 200_000
+
+
+def _normalize(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def _camel_parts(word: str) -> list[str]:
+    """The camelCase parts of one word, case-folded; ``[word]`` when it has none."""
+    if word.islower() or word.isupper() or not word.isascii():
+        return [word.casefold()]
+    parts = _CAMEL_PART.findall(word)
+    if len(parts) <= 1:
+        return [word.casefold()]
+    return [part.casefold() for part in parts]
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """Split a tool, parameter, role or holder name into case-folded words.
+
+    >>> split_identifier("getHTTPResponse_v2.list-all")
+    ['get', 'http', 'response', 'v2', 'list', 'all']
+    """
+    words: list[str] = []
+    for word in _WORD.findall(_normalize(identifier).replace("'", " ")):
+        words.extend(_camel_parts(word))
+    return words
+
+
+def _prose_words(text: str) -> list[tuple[str, bool]]:
+    """Case-folded words of prose, each with whether it is a word as written.
+
+    A camelCase word gives itself, then its parts; a hyphenated compound (``non-profit``) gives
+    its parts, then the joined word. Joined words and camelCase wholes are not "as written".
+    """
+    normalized = _normalize(text)
+    words: list[tuple[str, bool]] = []
+    for raw in _WORD.findall(normalized):
+        word = raw.replace("'", "")
+        parts = _camel_parts(word)
+        words.append((word.casefold(), len(parts) == 1))
+        if len(parts) > 1:
+            words.extend((part, True) for part in parts)
+    for compound in _HYPHENATED.findall(normalized):
+        words.append((compound.replace("-", "").replace("'", "").casefold(), False))
+    return words
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWord:
+    """One word of a query: its case-folded surface form, its stem, and whether a misspelling of
+    it may be corrected (not for a camelCase word, whose parts are words of the query too)."""
+
+    surface: str
+    stem: str
+    correctable: bool = True
+
+
+class TextAnalyzer:
+    """Stems words with a bounded cache; one instance per index (PyStemmer is not thread-safe)."""
+
+    __slots__ = ("_cache", "_stemmer")
+
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("english")
+        self._cache: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        """The Snowball stem of one case-folded word."""
+        stem = self._cache.get(word)
+        if stem is None:
+            if len(self._cache) >= _STEM_CACHE_LIMIT:
+                self._cache.clear()
+            stem = str(self._stemmer.stemWord(word))
+            self._cache[word] = stem
+        return stem
+
+    def _keep(self, word: str) -> bool:
+        return len(word) >= _MIN_TERM_LENGTH and word not in STOPWORDS
+
+    def prose_surfaces(self, text: str) -> list[str]:
+        """The words of prose that become terms, before stemming."""
+        return [word for word, _ in _prose_words(text) if self._keep(word)]
+
+    def identifier_surfaces(self, identifier: str) -> list[str]:
+        """The words of an identifier that become terms, before stemming."""
+        return [word for word in split_identifier(identifier) if self._keep(word)]
+
+    def tool_fields(
+        self,
+        name: str,
+        title: str,
+        description: str,
+        parameters: tuple[tuple[str, str], ...],
+        role: str,
+    ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
+        """The words of a tool's fields, before stemming: name, title, description, parameters
+        (names and descriptions), role. Long texts are read up to a bound."""
+        parameter_words: list[str] = []
+        for parameter, described in parameters[:_MAX_PARAMETERS]:
+            parameter_words += self.identifier_surfaces(parameter)
+            parameter_words += self.prose_surfaces(described[:_MAX_PARAMETER_CHARS])
+        return (
+            self.identifier_surfaces(name),
+            self.prose_surfaces(title[:_MAX_PROSE_CHARS]),
+            self.prose_surfaces(description[:_MAX_PROSE_CHARS]),
+            parameter_words,
+            self.identifier_surfaces(role),
+        )
+
+    def query_words(self, query: str) -> list[QueryWord]:
+        """The words of a query, in order, with their stems (repeats kept: they add weight).
+
+        Underscores, dots and hyphens split words as in identifiers, so a query may name a tool
+        (``list_databases``); a camelCase word is kept whole and split, as in prose.
+        """
+        return [
+            QueryWord(word, self.stem(word), as_written)
+            for word, as_written in _prose_words(query)
+            if self._keep(word)
+        ]

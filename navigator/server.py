@@ -1,0 +1,73 @@
+"""The MCP server itself — the four walker tools and ``mesh.tools.discover`` — and the navigator's
+life (schema, catalogue, following the registry). Over stdio this is all that loads; the HTTP
+application (``navigator.app``) adds the admin API, the console, health and metrics around it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+
+import anyio
+from fastmcp import FastMCP
+
+from navigator.caller import CallerMiddleware
+from navigator.discover import DiscoverExtension
+from navigator.following import follow_registry
+from navigator.grants import Caller
+from navigator.metrics import METRICS
+from navigator.services import Services
+from navigator.tools import WALKER_TOOLS, walker_tools
+from registry import migrate
+
+__all__ = ["build_mcp", "running"]
+
+INSTRUCTIONS = (
+    "meshnav reaches every tool of every machine by its address HOLDER/ROLE/TOOL. "
+    "search for what you need (or walk with seats), describe the tool, then call it."
+)
+
+
+def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP:
+    """The MCP server: exactly the four walker tools."""
+    server = FastMCP(
+        "meshnav",
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        mask_error_details=True,
+        middleware=[CallerMiddleware(set(WALKER_TOOLS), fixed_caller)],
+        tools=list(walker_tools(services.navigator)),
+    )
+    server.add_extension(DiscoverExtension(services.navigator, fixed_caller))
+    return server
+
+
+def _machine_gauge(services: Services) -> dict[str, float]:
+    counts: dict[str, float] = {"answering": 0, "not answering": 0, "retired": 0}
+    for machine in services.catalog.machines():
+        counts[services.catalog.machine_status(machine.name)] += 1
+    return counts
+
+
+@contextlib.asynccontextmanager
+async def running(services: Services, *, migrate_first: bool = True) -> AsyncIterator[None]:
+    """The navigator's life: schema up to date, catalogue loaded, the registry followed."""
+    if migrate_first:
+        await anyio.to_thread.run_sync(migrate, services.settings.database_url)
+    await services.catalog.load()
+    METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(follow_registry, services)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+            await services.connections.close()
+            services.registry.dispose()
+
+
+def _version() -> str:
+    try:
+        return version("meshnav")
+    except PackageNotFoundError:  # running from a source tree without an install
+        return "0+unknown"
