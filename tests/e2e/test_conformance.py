@@ -162,11 +162,6 @@ def test_conformance_scenario_passes(
     assert done.returncode == 0, _summary(checks)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="navigator does not validate Host/Origin on /mcp (MCP transports: servers MUST "
-    "validate Origin); FastMCP's http_app(host_origin_protection=...) is off by default",
-)
 def test_conformance_dns_rebinding_protection(
     conformance: NpmTool, proxy: BearerProxy, tmp_path: Path
 ) -> None:

@@ -1,0 +1,476 @@
+"""Search at scale: latency, memory and indexing time on synthetic meshes, next to FastMCP's BM25.
+
+    .venv/bin/python benchmarks/search_scale.py [--sizes 1000 10000 100000] [--seed 7]
+
+Each mesh is built the way a real one grows: every machine holds the ``node`` and ``fail2ban`` node
+seats, shared modules (postgres, sqlite, docker, nginx, redis) run on a share of the machines with
+one contract each, a few mesh seats hold unique tools, and the rest are unique assignments whose
+text is drawn from the words of real tool descriptions (MetaTool and the MCP reference servers,
+Zipf-weighted) plus invented product words. Sections, per size:
+
+  index    build time (one upsert per assignment, as registrations arrive), and memory: the
+           index's own allocations (tracemalloc; the documents themselves counted apart) and the
+           process's RSS growth
+  queries  p50/p95/p99 of SearchIndex.search in process (limit 8), over natural-language, keyword,
+           holder-naming and misspelled queries, with a grant-evaluator stand-in as ``permits``
+           (its own cost per call is printed): wall and CPU time once the caches are warm, and the
+           first (cold) pass; then the same with ``within`` patterns
+  assign   one new assignment of 50 tools: upsert time, and upsert + the first search finding it
+  peer     FastMCP's BM25SearchTransform over the same tools (flattened names, as it needs) in the
+           same run: its first search (which builds its index) and later ones; at 100k it is
+           sampled on fewer queries, and says so
+
+A section is a function ``(Mesh, args) -> None`` listed in ``SECTIONS``; a new measurement (e.g. the
+through-MCP one) is one more function there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import hashlib
+import json
+import random
+import re
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+sys.path.insert(0, str(ROOT))
+
+from fastmcp.server.transforms.search.bm25 import BM25SearchTransform  # noqa: E402
+from fastmcp.tools.base import Tool as FastMCPTool  # noqa: E402
+
+from navigator.search import SearchIndex, ToolDocument, document_from_tool  # noqa: E402
+
+# -- the shared modules: one contract each, on many machines ------------------------------------
+
+
+def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
+    properties = {key: {"type": "string", "description": text} for key, text in params.items()}
+    return {"name": name, "description": description, "inputSchema": {"properties": properties}}
+
+
+NODE = [
+    _tool("hostname", "The machine's host name and fully qualified domain name."),
+    _tool("uptime", "How long the machine has been running since its last boot."),
+    _tool("load", "Load averages over 1, 5 and 15 minutes, and the number of CPUs."),
+    _tool("memory", "Physical memory and swap: total, used, free and cached, in bytes."),
+    _tool("disk_usage", "Used and free space of each mounted filesystem.", path="Mount point"),
+    _tool("listening_ports", "TCP and UDP ports the machine listens on, with their processes."),
+    _tool("processes", "Running processes sorted by CPU or memory use.", sort="cpu or memory"),
+    _tool("kernel", "Kernel release, architecture and operating system version."),
+]
+FAIL2BAN = [
+    _tool("jails", "List fail2ban jails and how many addresses each has banned."),
+    _tool("banned", "Addresses currently banned by a fail2ban jail.", jail="Jail name"),
+    _tool("unban", "Lift a fail2ban ban on an IP address.", jail="Jail name", ip="IP address"),
+]
+POSTGRES = [
+    _tool("list_databases", "List the databases of the PostgreSQL server with their sizes."),
+    _tool("list_schemas", "List schemas in a PostgreSQL database.", database="Database name"),
+    _tool("list_tables", "List tables of a schema with row estimates.", schema="Schema name"),
+    _tool("describe_table", "Columns, types, indexes and constraints of a table.", table="Table"),
+    _tool("query", "Run a read-only SQL query with a row and time limit.", sql="SELECT query"),
+    _tool("execute", "Run a SQL statement that writes: INSERT, UPDATE, DELETE.", sql="Statement"),
+    _tool("explain", "Show the query plan PostgreSQL chooses for a query.", sql="Query"),
+    _tool("active_queries", "Queries running now, with their duration and wait events."),
+    _tool("locks", "Locks held and awaited, with the blocking sessions."),
+    _tool("replication_status", "Replication lag and state of each standby server."),
+]
+SQLITE = [
+    _tool("list_databases", "SQLite database files of this machine."),
+    _tool("list_tables", "Tables of one SQLite database.", database="Database file"),
+    _tool("describe_table", "Columns and types of a SQLite table.", table="Table name"),
+    _tool("query", "Read-only SQL query on a SQLite database.", sql="SELECT statement"),
+    _tool("execute", "A SQL statement that writes to a SQLite database.", sql="Statement"),
+]
+DOCKER = [
+    _tool(
+        "list_containers", "Containers with their image, status and ports.", all="Include stopped"
+    ),
+    _tool("container_logs", "The last lines of a container's logs.", container="Container id"),
+    _tool("restart_container", "Restart a running container.", container="Container id"),
+    _tool("stop_container", "Stop a running container.", container="Container id"),
+    _tool("list_images", "Images stored on the machine with their tags and sizes."),
+    _tool("pull_image", "Pull an image from a registry.", image="Image reference"),
+    _tool("container_stats", "CPU, memory and network use of each container."),
+    _tool("inspect_container", "Full configuration of a container.", container="Container id"),
+]
+NGINX = [
+    _tool("test_config", "Check the nginx configuration for errors."),
+    _tool("reload", "Reload nginx to apply a new configuration."),
+    _tool("access_log", "The latest requests in the nginx access log.", lines="How many lines"),
+    _tool("list_sites", "Enabled virtual hosts with their server names and ports."),
+]
+REDIS = [
+    _tool("info", "Redis server statistics: memory, clients, keyspace, persistence."),
+    _tool("get", "Read the value stored at a key.", key="Key"),
+    _tool("set", "Store a value at a key, with an optional expiry.", key="Key", value="Value"),
+    _tool("keys", "Keys matching a glob pattern.", pattern="Glob pattern"),
+    _tool("delete", "Delete keys.", keys="Keys to delete"),
+    _tool("slowlog", "The slowest recent commands."),
+]
+# module name, tools, on every k-th machine
+SHARED_MODULES = [
+    ("node", NODE, 1),
+    ("fail2ban", FAIL2BAN, 1),
+    ("postgres", POSTGRES, 3),
+    ("sqlite", SQLITE, 2),
+    ("docker", DOCKER, 4),
+    ("nginx", NGINX, 5),
+    ("redis", REDIS, 6),
+]
+
+# -- synthetic unique tools ---------------------------------------------------------------------
+
+_VERB_TEXT = """get list create update delete search find read write send fetch run check sync
+export import start stop describe count"""
+_PARAMETER_TEXT = """id name query path url limit cursor owner project region account user channel
+date format since until"""
+VERBS = _VERB_TEXT.split()
+PARAMETERS = _PARAMETER_TEXT.split()
+
+
+def _corpus_words() -> list[str]:
+    """Words of real tool descriptions, most frequent first."""
+    texts: list[str] = []
+    for line in (SHARED / "datasets" / "metatool" / "catalog.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        texts += [row.get("title") or "", row.get("description") or ""]
+    mcp = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
+    for server in mcp["servers"]:
+        for tool in server["tools"]:
+            texts.append(tool["description"])
+            texts += [p.get("description", "") for p in tool["inputSchema"]["properties"].values()]
+    counts: dict[str, int] = {}
+    for word in re.findall(r"[a-z]{3,}", " ".join(texts).lower()):
+        counts[word] = counts.get(word, 0) + 1
+    return sorted(counts, key=lambda word: (-counts[word], word))
+
+
+@dataclass
+class Mesh:
+    size: int
+    assignments: list[list[ToolDocument]]  # in registration order
+    holders: list[str]
+    queries: list[str]
+    rng: random.Random
+    words: list[str]
+    weights: list[float]
+    index: SearchIndex | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def documents(self) -> list[ToolDocument]:
+        return [document for assignment in self.assignments for document in assignment]
+
+
+def _digest(tool: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(tool, sort_keys=True).encode()).hexdigest()
+
+
+def _invented_word(rng: random.Random) -> str:
+    syllables = ["ka", "lo", "mi", "zor", "ve", "tan", "qu", "rex", "bi", "dul", "sen", "no"]
+    return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
+
+
+def _unique_tool(mesh: Mesh) -> dict[str, Any]:
+    rng = mesh.rng
+
+    def words(low: int, high: int) -> list[str]:
+        chosen = rng.choices(mesh.words, mesh.weights, k=rng.randint(low, high))
+        return [word if rng.random() > 0.08 else _invented_word(rng) for word in chosen]
+
+    name = "_".join([rng.choice(VERBS), *words(1, 2)])
+    params = {rng.choice(PARAMETERS): " ".join(words(3, 10)) for _ in range(rng.randint(0, 4))}
+    description = " ".join(words(8, 40)).capitalize() + "."
+    return _tool(name, description, **params)
+
+
+def build_mesh(size: int, seed: int, queries: list[str]) -> Mesh:
+    rng = random.Random(seed)
+    words = _corpus_words()
+    weights = [1.0 / (rank + 10) for rank in range(len(words))]
+    machine_count = max(10, size // 200)
+    holders = [f"m{number:04d}" for number in range(machine_count)]
+    mesh = Mesh(size, [], holders, queries, rng, words, weights)
+    for position, holder in enumerate(holders):
+        for module, tools, every in SHARED_MODULES:
+            if position % every == 0:
+                mesh.assignments.append(
+                    [document_from_tool(holder, module, tool, _digest(tool)) for tool in tools]
+                )
+    for seat in range(5):
+        tools = [_unique_tool(mesh) for _ in range(20)]
+        mesh.assignments.append(
+            [document_from_tool("mesh", f"seat-{seat}", t, _digest(t)) for t in tools]
+        )
+    count = sum(len(assignment) for assignment in mesh.assignments)
+    number = 0
+    while count < size:
+        tools_here = min(size - count, rng.randint(20, 80))
+        holder = holders[number % machine_count]
+        seen: set[str] = set()
+        tools = []
+        while len(tools) < tools_here:
+            tool = _unique_tool(mesh)
+            if tool["name"] not in seen:
+                seen.add(tool["name"])
+                tools.append(tool)
+        role = f"app-{number:05d}"
+        mesh.assignments.append([document_from_tool(holder, role, t, _digest(t)) for t in tools])
+        count += tools_here
+        number += 1
+    return mesh
+
+
+def load_queries(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    mcp = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
+    natural = [query["query"] for query in mcp["queries"]]
+    lines = (SHARED / "datasets" / "metatool" / "queries.jsonl").read_text().splitlines()
+    natural += [json.loads(line)["query"] for line in rng.sample(lines, 100)]
+    keywords = [
+        "uptime", "disk usage", "memory", "listening ports", "postgres list tables",
+        "restart container", "reload nginx", "redis slowlog", "banned addresses", "kernel version",
+        "m0003 uptime", "m0007 disk", "db tables on m0002", "postgre", "databse schemas",
+        "contaner logs", "replicaton lag", "export report", "sync calendar", "search issues",
+    ]  # fmt: skip
+    return natural + keywords
+
+
+class GrantStandIn:
+    """Work like navigator.grants.Permissions.permits: split the address, then try a dozen rules,
+    most specific first (fewest ``*``, then the leftmost exact segment; deny first on ties)."""
+
+    ROWS = [
+        ("*/*/*", True), ("*/node/*", True), ("*/fail2ban/unban", False),
+        ("*/postgres/*", True), ("*/postgres/execute", False), ("*/sqlite/execute", False),
+        ("*/docker/stop_container", False), ("m0001/*/*", False), ("m0002/*/*", True),
+        ("mesh/seat-4/*", False), ("*/redis/delete", False), ("*/redis/set", False),
+    ]  # fmt: skip
+
+    def __init__(self) -> None:
+        rules = []
+        for pattern, allow in self.ROWS:
+            parts = tuple(None if part == "*" else part for part in pattern.split("/"))
+            exact = tuple(part is not None for part in parts)
+            rules.append(((-sum(exact), tuple(not e for e in exact), allow), parts, allow))
+        self.rules = [(parts, allow) for _, parts, allow in sorted(rules)]
+
+    def __call__(self, address: str) -> bool:
+        holder, role, tool = address.split("/", 2)
+        for (h, r, t), allow in self.rules:
+            if (h is None or h == holder) and (r is None or r == role) and (t is None or t == tool):
+                return allow
+        return False
+
+
+def _within(pattern: str) -> Callable[[str], bool]:
+    """A ``within`` narrowing as the navigator passes it (its parsed pattern's matcher), or, when
+    the navigator's package is not importable, an equivalent plain function."""
+    try:
+        from navigator.addresses import parse_pattern
+    except ImportError:
+        wanted = pattern.split("/")
+
+        def within(address: str) -> bool:
+            parts = address.split("/")
+            return all(w in ("*", s) for w, s in zip(wanted, parts, strict=True))
+
+        return within
+    return parse_pattern(pattern).matches_address
+
+
+def _percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+
+    def at(share: float) -> float:
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+    return (
+        f"p50 {at(0.5):7.3f} ms  p95 {at(0.95):7.3f} ms  p99 {at(0.99):7.3f} ms  (n={len(ordered)})"
+    )
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+def measure_index(mesh: Mesh, args: argparse.Namespace) -> None:
+    gc.collect()
+    process = psutil.Process()
+    rss_before = process.memory_info().rss
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    documents = mesh.documents
+    index = SearchIndex()
+    for assignment in mesh.assignments:
+        index.upsert(assignment)
+    gc.collect()
+    traced = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    rss = process.memory_info().rss - rss_before
+    gc.collect()
+    started = time.perf_counter()
+    index = SearchIndex()
+    for assignment in mesh.assignments:
+        index.upsert(assignment)
+    built = time.perf_counter() - started
+    mesh.index = index
+    shared = len(documents) - sum(len(a) for a in mesh.assignments if a[0].role.startswith("app-"))
+    print(
+        f"  index    {len(index):,} tools on {len(mesh.holders)} machines ({shared:,} in shared "
+        f"modules), built in {built:.2f} s ({built / len(mesh.assignments) * 1000:.2f} ms per "
+        f"assignment)"
+    )
+    print(
+        f"           memory: {traced / 2**20:.1f} MiB traced (index only; documents apart), "
+        f"RSS +{rss / 2**20:.1f} MiB (documents and tracemalloc's own books included)"
+    )
+    mesh.results["memory_mib"] = traced / 2**20
+
+
+def measure_queries(mesh: Mesh, args: argparse.Namespace) -> None:
+    assert mesh.index is not None
+    index = mesh.index
+    permits = GrantStandIn()
+    started = time.perf_counter()
+    calls = 20_000
+    for number in range(calls):
+        permits(f"m{number % 500:04d}/postgres/list_tables")
+    per_call = (time.perf_counter() - started) / calls * 1e6
+    cold = []
+    for query in mesh.queries:  # the first pass warms the caches, as a running navigator has them
+        started = time.perf_counter_ns()
+        index.search(query, permits=permits)
+        cold.append((time.perf_counter_ns() - started) / 1e6)
+    samples, cpu = [], []
+    for query in mesh.queries:
+        started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
+        index.search(query, permits=permits)
+        cpu.append((time.thread_time_ns() - started_cpu) / 1e6)
+        samples.append((time.perf_counter_ns() - started) / 1e6)
+    print(f"  queries  wall {_percentiles(samples)}   permits stand-in {per_call:.2f} µs/call")
+    print(f"           cpu  {_percentiles(cpu)}")
+    print(
+        f"           cold {_percentiles(cold)}   (first pass after the bulk load: terms renormalise, corrections uncached)"
+    )
+    mesh.results["p95_ms"] = sorted(samples)[int(0.95 * len(samples))]
+    patterns = [f"{mesh.holders[3]}/*/*", "*/postgres/*", "*/node/*", "mesh/*/*"]
+    narrowed, narrowed_cpu = [], []
+    for number, query in enumerate(mesh.queries):
+        within = _within(patterns[number % len(patterns)])
+        started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
+        index.search(query, permits=permits, within=within)
+        narrowed_cpu.append((time.thread_time_ns() - started_cpu) / 1e6)
+        narrowed.append((time.perf_counter_ns() - started) / 1e6)
+    print(f"  within   wall {_percentiles(narrowed)}   patterns {', '.join(patterns)}")
+    print(f"           cpu  {_percentiles(narrowed_cpu)}")
+
+
+def measure_assignment(mesh: Mesh, args: argparse.Namespace) -> None:
+    assert mesh.index is not None
+    index = mesh.index
+    upserts, upserts_cpu, visible = [], [], []
+    for attempt in range(10):
+        marker = f"quarkblend{attempt}"
+        tools = [_unique_tool(mesh) for _ in range(50)]
+        tools[17]["description"] += f" Handles {marker} exports."
+        holder = mesh.holders[attempt % len(mesh.holders)]
+        role = f"fresh-{attempt}"
+        documents = [document_from_tool(holder, role, tool, _digest(tool)) for tool in tools]
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        index.upsert(documents)
+        upserted, upserted_cpu = time.perf_counter(), time.thread_time()
+        page = index.search(marker, permits=lambda _address: True)
+        found = time.perf_counter()
+        upserts_cpu.append((upserted_cpu - started_cpu) * 1000)
+        if not page.hits or page.hits[0].document.role != role:
+            raise RuntimeError("the new assignment was not found")
+        upserts.append((upserted - started) * 1000)
+        visible.append((found - started) * 1000)
+        index.remove_prefix(f"{holder}/{role}/")
+    print(
+        f"  assign   50 tools: upsert median {statistics.median(upserts):.2f} ms (max "
+        f"{max(upserts):.2f}; cpu median {statistics.median(upserts_cpu):.2f}); upsert + first "
+        f"search finding it median {statistics.median(visible):.2f} ms (max {max(visible):.2f})"
+    )
+    mesh.results["assign_ms"] = max(visible)
+
+
+def measure_peer(mesh: Mesh, args: argparse.Namespace) -> None:
+    tools = [
+        FastMCPTool(
+            name=document.address.replace("/", "_"),
+            description=document.description,
+            parameters={
+                "type": "object",
+                "properties": {
+                    name: {"type": "string", "description": text}
+                    for name, text in document.parameters
+                },
+            },
+        )
+        for document in mesh.documents
+    ]
+    transform = BM25SearchTransform(max_results=8)
+    sampled = (
+        mesh.queries if mesh.size < 50_000 else mesh.queries[:: max(1, len(mesh.queries) // 12)]
+    )
+
+    async def run() -> tuple[float, list[float]]:
+        started = time.perf_counter()
+        await transform._search(tools, mesh.queries[0])
+        first = (time.perf_counter() - started) * 1000
+        samples = []
+        for query in sampled:
+            started = time.perf_counter_ns()
+            await transform._search(tools, query)
+            samples.append((time.perf_counter_ns() - started) / 1e6)
+        return first, samples
+
+    first, samples = asyncio.run(run())
+    note = "" if len(sampled) == len(mesh.queries) else f" — sampled {len(sampled)} queries only"
+    print(
+        f"  peer     FastMCP BM25SearchTransform._search: first (builds) {first:.0f} ms; "
+        f"then {_percentiles(samples)}{note}"
+    )
+
+
+SECTIONS: list[Callable[[Mesh, argparse.Namespace], None]] = [
+    measure_index,
+    measure_queries,
+    measure_assignment,
+    measure_peer,
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-peer", action="store_true", help="skip FastMCP's transform")
+    args = parser.parse_args()
+    queries = load_queries(args.seed)
+    for size in args.sizes:
+        mesh = build_mesh(size, args.seed, queries)
+        print(f"\n{size:,} tools, {len(mesh.assignments):,} assignments, {len(queries)} queries")
+        for section in SECTIONS:
+            if section is measure_peer and args.no_peer:
+                continue
+            section(mesh, args)
+
+
+if __name__ == "__main__":
+    main()

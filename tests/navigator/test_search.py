@@ -1,0 +1,558 @@
+"""The search index: ranking, typos, collapse, grants before ranking, incremental updates."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from navigator.addresses import parse_pattern
+from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
+from navigator.search.text import TextAnalyzer, split_identifier
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def doc(
+    address: str,
+    description: str = "",
+    *,
+    title: str = "",
+    parameters: tuple[tuple[str, str], ...] = (),
+    digest: str | None = None,
+) -> ToolDocument:
+    holder, role, name = address.split("/")
+    if digest is None:
+        text = json.dumps([name, title, description, parameters])
+        digest = hashlib.sha256(text.encode()).hexdigest()
+    return ToolDocument(address, holder, role, name, title, description, parameters, digest)
+
+
+def index_of(*documents: ToolDocument) -> SearchIndex:
+    index = SearchIndex()
+    index.upsert(documents)
+    return index
+
+
+def allow_all(_address: str) -> bool:
+    return True
+
+
+def addresses(index: SearchIndex, query: str, **kwargs: object) -> list[str]:
+    permits = kwargs.pop("permits", allow_all)
+    page = index.search(query, permits=permits, **kwargs)  # type: ignore[arg-type]
+    return [hit.address for hit in page.hits]
+
+
+# -- documents ---------------------------------------------------------------------------------
+
+
+def test_document_from_tool_reads_title_description_and_parameters_in_order() -> None:
+    tool = {
+        "name": "list_tables",
+        "description": "List tables.",
+        "annotations": {"title": "List Tables"},
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "schema": {"type": "string", "description": "Schema name"},
+                "limit": {"type": "integer"},
+            },
+        },
+    }
+    document = document_from_tool("db1", "postgres", tool, "d1")
+    assert document.address == "db1/postgres/list_tables"
+    assert document.title == "List Tables"
+    assert document.parameters == (("schema", "Schema name"), ("limit", ""))
+    assert document.contract_digest == "d1"
+
+
+def test_document_from_tool_prefers_the_tools_own_title_and_reads_junk_as_absent() -> None:
+    tool = {"name": "t", "title": "Own", "annotations": {"title": "Other"}, "inputSchema": 5}
+    document = document_from_tool("mesh", "seat", tool, "d")
+    assert (document.title, document.description, document.parameters) == ("Own", "", ())
+
+
+# -- words ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("identifier", "words"),
+    [
+        ("list_databases", ["list", "databases"]),
+        ("listDatabases", ["list", "databases"]),
+        ("list-databases.v2", ["list", "databases", "v2"]),
+        ("getHTTPResponse", ["get", "http", "response"]),
+        ("base64Encode", ["base64", "encode"]),
+        ("UPPER_CASE", ["upper", "case"]),
+    ],
+)
+def test_identifiers_split_on_separators_and_camel_case(identifier: str, words: list[str]) -> None:
+    assert split_identifier(identifier) == words
+
+
+@pytest.mark.parametrize("name", ["listDatabases", "list_databases", "list-databases", "ListDBs"])
+def test_a_query_in_words_finds_a_tool_named_in_any_case_style(name: str) -> None:
+    index = index_of(doc(f"db1/postgres/{name}"), doc("db1/postgres/drop_index"))
+    assert addresses(index, "list databases")[0] == f"db1/postgres/{name}"
+
+
+def test_a_query_naming_a_tool_in_camel_case_finds_its_snake_case_twin() -> None:
+    index = index_of(doc("db1/postgres/list_databases"), doc("db1/postgres/drop_index"))
+    assert addresses(index, "listDatabases") == ["db1/postgres/list_databases"]
+
+
+def test_stemming_meets_plural_and_verb_forms() -> None:
+    index = index_of(doc("h/r/t", "Describes one table and its column."), doc("h/r/u", "Other."))
+    assert addresses(index, "describing tables columns") == ["h/r/t"]
+
+
+def test_camel_case_words_in_prose_are_matched_whole_and_in_parts() -> None:
+    index = index_of(doc("h/r/t", "Opens an issue on GitHub."))
+    assert addresses(index, "github") == ["h/r/t"]
+    assert addresses(index, "hub") == ["h/r/t"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("databse", "db1/postgres/list_databases"),
+        ("lsit databses", "db1/postgres/list_databases"),
+        ("postgre", "db1/postgres/list_databases"),
+        ("uptme", "web1/node/uptime"),
+        ("screnshot", "web1/browser/screenshot"),
+    ],
+)
+def test_close_misspellings_still_match(query: str, expected: str) -> None:
+    index = index_of(
+        doc("db1/postgres/list_databases", "List the databases of the server."),
+        doc("web1/node/uptime", "How long the machine has been running."),
+        doc("web1/browser/screenshot", "Capture the page as an image."),
+    )
+    assert addresses(index, query)[0] == expected
+
+
+def test_a_word_too_far_from_any_vocabulary_word_matches_nothing() -> None:
+    index = index_of(doc("h/r/list_databases", "List the databases."))
+    assert addresses(index, "zebra quantum") == []
+
+
+def test_stopwords_alone_match_nothing() -> None:
+    index = index_of(doc("h/r/t", "The tool of the mesh."))
+    page = index.search("the of and", permits=allow_all)
+    assert page.hits == []
+    assert page.has_more is False
+
+
+# -- ranking -------------------------------------------------------------------------------------
+
+
+def test_a_word_in_the_name_outranks_the_same_word_in_a_long_description() -> None:
+    index = index_of(
+        doc("h/r/backup_database", "Copy everything somewhere safe."),
+        doc("h/r/copy", "Copy a file; useful before a backup of a database or anything else."),
+    )
+    assert addresses(index, "backup")[0] == "h/r/backup_database"
+
+
+def test_a_holder_named_in_the_query_boosts_its_tools() -> None:
+    index = index_of(
+        doc("db1/sqlite/list_tables", "List tables."), doc("db2/app/tables", "Tables.")
+    )
+    assert addresses(index, "db1 tables")[0] == "db1/sqlite/list_tables"
+    assert addresses(index, "db2 tables")[0] == "db2/app/tables"
+
+
+def test_a_role_named_in_the_query_boosts_its_tools() -> None:
+    index = index_of(
+        doc("db1/postgres/query", "Run a read-only SQL query."),
+        doc("db1/sqlite/query", "Run a read-only SQL query."),
+    )
+    assert addresses(index, "sqlite query")[0] == "db1/sqlite/query"
+
+
+def test_a_holder_named_in_the_query_lifts_the_collapsed_group_it_belongs_to() -> None:
+    index = index_of(
+        doc("db1/node/uptime", "Time since boot.", digest="u"),
+        doc("db2/node/uptime", "Time since boot.", digest="u"),
+        doc("db3/other/boot_time", "Time since boot."),
+    )
+    hits = index.search("db2 boot", permits=allow_all).hits
+    assert hits[0].address == "*/node/uptime"
+    assert hits[0].score > hits[1].score
+
+
+def test_equal_scores_are_ordered_by_address() -> None:
+    index = index_of(
+        doc("h/r/zeta", "Rotate the logs."),
+        doc("a/r/alpha", "Rotate the logs."),
+        doc("h/r/alpha", "Rotate the logs."),
+    )
+    hits = index.search("rotate logs", permits=allow_all).hits
+    assert len({hit.score for hit in hits}) == 1
+    assert [hit.address for hit in hits] == sorted(hit.address for hit in hits)
+
+
+def test_results_are_in_score_then_address_order() -> None:
+    index = index_of(
+        *(doc(f"m{n}/r/tool{n % 3}", "disk usage " * (n % 4 + 1)) for n in range(12)),
+        doc("m0/r/disk_usage", "Used space of each disk."),
+    )
+    hits = index.search("disk usage", permits=allow_all, limit=16).hits
+    assert [(-h.score, h.address) for h in hits] == sorted((-h.score, h.address) for h in hits)
+
+
+# -- collapse and grants -------------------------------------------------------------------------
+
+
+def uptime_on(*holders: str) -> list[ToolDocument]:
+    return [doc(f"{h}/node/uptime", "Time since the machine booted.", digest="u") for h in holders]
+
+
+def test_the_same_tool_on_many_holders_is_one_collapsed_hit() -> None:
+    index = index_of(*uptime_on("web1", "db2", "db1"))
+    (hit,) = index.search("uptime", permits=allow_all).hits
+    assert hit.address == "*/node/uptime"
+    assert hit.holders == ("db1", "db2", "web1")
+    assert hit.holder_count == 3
+    assert hit.document.address == "db1/node/uptime"
+
+
+def test_a_collapsed_hit_shows_sixteen_holders_and_counts_them_all() -> None:
+    index = index_of(*uptime_on(*(f"m{n:02d}" for n in range(40))))
+    (hit,) = index.search("uptime", permits=allow_all).hits
+    assert hit.holders == tuple(f"m{n:02d}" for n in range(16))
+    assert hit.holder_count == 40
+
+
+def test_a_group_with_one_permitted_holder_is_a_concrete_hit() -> None:
+    index = index_of(*uptime_on("db1", "db2", "web1"))
+    (hit,) = index.search("uptime", permits=lambda a: a.startswith("db2/")).hits
+    assert (hit.address, hit.holders, hit.holder_count) == ("db2/node/uptime", (), 1)
+
+
+def test_collapse_counts_and_lists_only_permitted_holders() -> None:
+    index = index_of(*uptime_on("db1", "db2", "db3", "web1"))
+    (hit,) = index.search("uptime", permits=lambda a: not a.startswith("db2/")).hits
+    assert hit.holders == ("db1", "db3", "web1")
+    assert hit.holder_count == 3
+
+
+def test_a_tool_the_caller_may_not_call_is_never_returned_nor_counted() -> None:
+    index = index_of(doc("db1/postgres/drop_database", "Drop a database."), *uptime_on("a", "b"))
+    page = index.search("drop database", permits=lambda a: "drop" not in a)
+    assert page.hits == []
+    assert page.has_more is False
+
+
+def test_different_contracts_do_not_collapse() -> None:
+    index = index_of(
+        doc("db1/node/uptime", "Time since boot.", digest="v1"),
+        doc("db2/node/uptime", "Time since boot.", digest="v2"),
+    )
+    assert addresses(index, "uptime") == ["db1/node/uptime", "db2/node/uptime"]
+
+
+def test_permits_is_asked_only_about_tools_that_match_the_query() -> None:
+    index = index_of(
+        *(doc(f"m{n}/app/tool{n}", f"Unrelated thing number {n}.") for n in range(50)),
+        *uptime_on("db1", "db2"),
+    )
+    asked: list[str] = []
+
+    def permits(address: str) -> bool:
+        asked.append(address)
+        return True
+
+    index.search("uptime", permits=permits)
+    assert sorted(asked) == ["db1/node/uptime", "db2/node/uptime"]
+
+
+def test_permits_is_asked_only_for_the_page_not_the_catalogue() -> None:
+    index = index_of(*(doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar.") for n in range(300)))
+    asked: list[str] = []
+
+    def permits(address: str) -> bool:
+        asked.append(address)
+        return True
+
+    index.search("sync calendar", permits=permits, limit=8)
+    assert len(asked) < 100
+
+
+def test_within_narrows_before_collapsing() -> None:
+    index = index_of(*uptime_on("db1", "db2", "web1"), doc("db1/sqlite/list_tables", "Tables."))
+    assert addresses(index, "uptime", within=lambda a: a.startswith("db1/")) == ["db1/node/uptime"]
+    hits = index.search("uptime", permits=allow_all, within=lambda a: a.startswith("db")).hits
+    assert [(h.address, h.holders) for h in hits] == [("*/node/uptime", ("db1", "db2"))]
+
+
+@pytest.mark.parametrize("pattern", ["db1/*/*", "*/node/*", "db1/node/*", "*/*/uptime", "db9"])
+def test_a_parsed_pattern_narrows_exactly_as_a_plain_predicate(pattern: str) -> None:
+    documents = [*uptime_on("db1", "db2", "web1"), doc("db1/sqlite/uptime", "Time since boot.")]
+    documents += [doc(f"db1/app{n}/boot_{n}", "Boot time and uptime.") for n in range(5)]
+    index = index_of(*documents)
+    parsed = parse_pattern(pattern)
+    wanted = pattern.split("/") + ["*"] * (3 - len(pattern.split("/")))
+
+    def plain(address: str) -> bool:
+        return all(w in ("*", s) for w, s in zip(wanted, address.split("/"), strict=True))
+
+    assert index.search("uptime", permits=allow_all, within=parsed.matches_address) == (
+        index.search("uptime", permits=allow_all, within=plain)
+    )
+
+
+# -- paging --------------------------------------------------------------------------------------
+
+
+def test_pages_follow_each_other_and_say_when_more_remain() -> None:
+    index = index_of(*(doc(f"m{n:02d}/app/sync_{n}", "Sync the calendar.") for n in range(20)))
+    whole = index.search("sync calendar", permits=allow_all, limit=16).hits
+    first = index.search("sync calendar", permits=allow_all, limit=8)
+    second = index.search("sync calendar", permits=allow_all, offset=8, limit=8)
+    third = index.search("sync calendar", permits=allow_all, offset=16, limit=8)
+    assert first.has_more
+    assert second.has_more
+    assert not third.has_more
+    assert [*first.hits, *second.hits] == whole
+    assert len(third.hits) == 4
+
+
+def test_a_query_without_a_match_is_an_empty_page() -> None:
+    index = index_of(doc("h/r/t", "Something."))
+    assert index.search("nothing-like-it", permits=allow_all).hits == []
+
+
+def test_offset_and_limit_are_checked() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        SearchIndex().search("x", permits=allow_all, limit=0)
+
+
+# -- incremental updates -------------------------------------------------------------------------
+
+
+def test_replacing_a_document_replaces_its_words() -> None:
+    index = index_of(doc("h/r/t", "Rotate the logs."))
+    index.upsert([doc("h/r/t", "Compress the archive.")])
+    assert addresses(index, "rotate") == []
+    assert addresses(index, "compress") == ["h/r/t"]
+    assert len(index) == 1
+
+
+def test_removing_documents_by_address_and_prefix() -> None:
+    index = index_of(
+        *uptime_on("db1", "db10", "db2"),
+        doc("db1/postgres/list_tables", "List tables."),
+        doc("db1/postgres/query", "Run SQL."),
+    )
+    index.remove_prefix("db1/postgres/")
+    assert addresses(index, "tables sql") == []
+    index.remove_prefix("db1/")
+    (hit,) = index.search("uptime", permits=allow_all).hits
+    assert hit.holders == ("db10", "db2")
+    index.remove(["db10/node/uptime", "nowhere/x/y"])
+    assert addresses(index, "uptime") == ["db2/node/uptime"]
+    assert len(index) == 1
+
+
+def test_a_new_word_is_searchable_and_a_retired_one_is_forgotten() -> None:
+    index = index_of(doc("h/r/t", "Old."))
+    index.upsert([doc("h/fresh/quarkblend", "Blends quarks.")])
+    assert addresses(index, "quarkblend") == ["h/fresh/quarkblend"]
+    index.remove_prefix("h/fresh/")
+    assert addresses(index, "quarkblend") == []
+    assert addresses(index, "quarkblnd") == []  # the correction forgot it too
+
+
+def test_a_group_takes_its_text_from_its_first_member_whatever_the_order_of_arrival() -> None:
+    odd = [
+        doc("b/r/t", "Rotate logs.", digest="same"),
+        doc("a/r/t", "Compress archives.", digest="same"),
+    ]
+    forward, backward = SearchIndex(), SearchIndex()
+    for document in odd:
+        forward.upsert([document])
+    for document in reversed(odd):
+        backward.upsert([document])
+    for query in ("compress", "rotate"):
+        assert forward.search(query, permits=allow_all) == backward.search(query, permits=allow_all)
+    assert addresses(forward, "compress") == ["*/r/t"]
+    assert addresses(forward, "rotate") == []
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+WORDS = ["disk", "usage", "list", "tables", "query", "uptime", "backup", "logs", "rotate", "sync"]
+HOLDERS = ["db1", "db2", "web1", "mesh"]
+ROLES = ["node", "postgres", "app"]
+NAMES = ["uptime", "list_tables", "query", "rotate_logs", "backupNow"]
+
+tool_strategy = st.tuples(
+    st.sampled_from(HOLDERS),
+    st.sampled_from(ROLES),
+    st.sampled_from(NAMES),
+    st.integers(0, 2),  # contract version: same version, same text
+)
+
+
+def build(tools: Iterable[tuple[str, str, str, int]]) -> dict[str, ToolDocument]:
+    documents: dict[str, ToolDocument] = {}
+    for holder, role, name, version in tools:
+        words = " ".join(WORDS[(len(name) + version + i) % len(WORDS)] for i in range(3))
+        documents[f"{holder}/{role}/{name}"] = doc(
+            f"{holder}/{role}/{name}", words, digest=f"{role}-{name}-{version}"
+        )
+    return documents
+
+
+queries = st.lists(st.sampled_from([*WORDS, *HOLDERS, *ROLES, "lsit", "bakup"]), min_size=1)
+withins = st.one_of(
+    st.none(),
+    st.sampled_from(HOLDERS).map(lambda h: f"{h}/*/*"),
+    st.sampled_from(ROLES).map(lambda r: f"*/{r}/*"),
+)
+
+
+def expected_members(
+    documents: dict[str, ToolDocument],
+    document: ToolDocument,
+    permits: Callable[[str], bool],
+    within: Callable[[str], bool] | None,
+) -> list[str]:
+    key = (document.role, document.name, document.contract_digest)
+    return sorted(
+        address
+        for address, other in documents.items()
+        if (other.role, other.name, other.contract_digest) == key
+        and permits(address)
+        and (within is None or within(address))
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tools=st.lists(tool_strategy, max_size=30),
+    allowed=st.sets(st.integers(0, 10**6)),
+    words=queries,
+    within_text=withins,
+)
+def test_no_hit_ever_reflects_an_address_the_caller_may_not_call(
+    tools: list[tuple[str, str, str, int]],
+    allowed: set[int],
+    words: list[str],
+    within_text: str | None,
+) -> None:
+    documents = build(tools)
+
+    def permits(address: str) -> bool:  # a random grant predicate, fixed per example
+        return int(hashlib.sha256(address.encode()).hexdigest(), 16) % 7 in {n % 7 for n in allowed}
+
+    within = None if within_text is None else parse_pattern(within_text).matches_address
+    index = index_of(*documents.values())
+    page = index.search(" ".join(words), permits=permits, within=within, limit=16)
+    seen: set[str] = set()
+    for hit in page.hits:
+        members = expected_members(documents, hit.document, permits, within)
+        assert hit.score > 0
+        assert hit.document.address == members[0]
+        assert hit.holder_count == len(members)
+        if hit.holder_count == 1:
+            assert hit.address == hit.document.address
+            assert hit.holders == ()
+        else:
+            assert hit.address == f"*/{hit.document.role}/{hit.document.name}"
+            assert hit.holders == tuple(address.split("/")[0] for address in members[:16])
+        assert not seen & set(members)
+        seen |= set(members)
+    ranked = [(-hit.score, hit.address) for hit in page.hits]
+    assert ranked == sorted(ranked)
+
+
+operations = st.lists(
+    st.tuples(st.sampled_from(["upsert", "remove", "remove_prefix"]), st.lists(tool_strategy)),
+    max_size=12,
+)
+
+
+def hits_of(index: SearchIndex, query: str) -> list[Hit]:
+    return index.search(query, permits=allow_all, limit=16).hits
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=operations, words=queries)
+def test_an_index_updated_step_by_step_answers_as_one_built_fresh(
+    steps: list[tuple[str, list[tuple[str, str, str, int]]]], words: list[str]
+) -> None:
+    index = SearchIndex()
+    live: dict[str, ToolDocument] = {}
+    for operation, tools in steps:
+        documents = build(tools)
+        if operation == "upsert":
+            index.upsert(documents.values())
+            live.update(documents)
+        elif operation == "remove":
+            index.remove(documents)
+            for address in documents:
+                live.pop(address, None)
+        else:
+            for address in documents:
+                prefix = address.split("/")[0] + "/"
+                index.remove_prefix(prefix)
+                live = {a: d for a, d in live.items() if not a.startswith(prefix)}
+    fresh = index_of(*sorted(live.values(), key=lambda d: d.address, reverse=True))
+    query = " ".join(words)
+    assert len(index) == len(live)
+    assert hits_of(index, query) == hits_of(fresh, query)
+
+
+# -- determinism across processes ----------------------------------------------------------------
+
+_PROGRAM = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from navigator.search import SearchIndex, ToolDocument
+index = SearchIndex()
+words = ["disk", "usage", "list", "tables", "query", "uptime", "backup", "logs", "rotate"]
+docs = []
+for n in range(300):
+    holder, role, name = f"m{n % 17}", f"r{n % 5}", f"tool_{n % 23}"
+    text = " ".join(words[(n * k) % len(words)] for k in range(1, 5))
+    docs.append(ToolDocument(f"{holder}/{role}/{name}", holder, role, name, "", text, (),
+                             f"{role}{name}{n % 2}"))
+index.upsert(docs)
+out = []
+for query in ["disk usage", "lsit tables", "m3 backup", "r2 logs rotate", "uptme"]:
+    page = index.search(query, permits=lambda a: not a.startswith("m4/"), limit=16)
+    out.append([[h.address, list(h.holders), h.holder_count, repr(h.score)] for h in page.hits])
+print(json.dumps(out))
+"""
+
+
+def test_the_same_query_gives_the_same_order_whatever_the_hash_seed() -> None:
+    answers = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run(
+            [sys.executable, "-c", _PROGRAM, str(ROOT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        answers.add(result.stdout)
+    assert len(answers) == 1
+
+
+def test_the_analyzer_drops_stopwords_and_keeps_query_order() -> None:
+    words = TextAnalyzer().query_words("Show the tables of db1")
+    assert [word.surface for word in words] == ["show", "tables", "db1"]
