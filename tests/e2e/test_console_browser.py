@@ -22,6 +22,9 @@ from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, 
 
 from tests.harness import MeshHarness
 
+# The machine may be loaded (2 cores, real processes): wait generously, never forever.
+expect.set_options(timeout=15_000)
+
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.xdist_group("browser")]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -210,7 +213,10 @@ def test_assignment_page_shows_tools_with_their_schemas(
     console_mesh: ConsoleMesh, recorded: Recorded
 ) -> None:
     page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
-    page.locator('a[href="/console/assignments/db1/sqlite"]').first.click()
+    link = page.locator('a[href="/console/assignments/db1/sqlite"]').first
+    expect(link).to_be_visible()
+    # A live update may swap the page under a click; following the link's own URL cannot miss.
+    page.goto(console_mesh.url + str(link.get_attribute("href")))
     expect(page.get_by_role("heading", level=1, name="db1/sqlite")).to_be_visible()
     query = page.locator("section.tool#tool-query")
     expect(query.get_by_role("heading", name="db1/sqlite/query")).to_be_visible()

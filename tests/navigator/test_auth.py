@@ -33,7 +33,10 @@ def _jwt(**claims: object) -> str:
 
 def _authenticator(registry: Registry) -> Authenticator:
     settings = NavigatorSettings(
-        jwt_public_key=SECRET, jwt_algorithm="HS256", jwt_issuer="https://idp.example", jwt_audience="meshnav"
+        jwt_public_key=SECRET,
+        jwt_algorithm="HS256",
+        jwt_issuer="https://idp.example",
+        jwt_audience="meshnav",
     )
     return Authenticator(registry, jwt_verifier(settings))
 
@@ -54,7 +57,9 @@ async def test_bad_stored_tokens_are_refused_alike(registry: Registry, state: st
     expires = datetime.now(UTC) - timedelta(seconds=1) if state == "expired" else None
     with registry.transaction() as session:
         if state != "unknown":
-            AccessStore(session).add_principal("bob", scopes=[], token_hash=hash_token(token), expires_at=expires)
+            AccessStore(session).add_principal(
+                "bob", scopes=[], token_hash=hash_token(token), expires_at=expires
+            )
         if state == "revoked":
             AccessStore(session).revoke_principal("bob")
     with pytest.raises(Unauthenticated) as refused:
@@ -71,9 +76,16 @@ async def test_a_jwt_names_the_principal_by_its_subject(registry: Registry) -> N
 
 @pytest.mark.parametrize(
     "claims",
-    [{"sub": "carol", "aud": "someone-else"}, {"sub": "carol", "iss": "https://evil.example"}, {"sub": "carol", "exp": 1}, {}],
+    [
+        {"sub": "carol", "aud": "someone-else"},
+        {"sub": "carol", "iss": "https://evil.example"},
+        {"sub": "carol", "exp": 1},
+        {},
+    ],
 )
-async def test_a_jwt_with_wrong_claims_is_refused(registry: Registry, claims: dict[str, object]) -> None:
+async def test_a_jwt_with_wrong_claims_is_refused(
+    registry: Registry, claims: dict[str, object]
+) -> None:
     with pytest.raises(Unauthenticated):
         await _authenticator(registry).verify(_jwt(**claims))
 
