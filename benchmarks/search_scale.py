@@ -448,11 +448,106 @@ def measure_peer(mesh: Mesh, args: argparse.Namespace) -> None:
     )
 
 
+def _definition(document: Any) -> dict[str, Any]:
+    properties = {
+        name: {"type": "string", "description": text} for name, text in document.parameters
+    }
+    return {
+        "name": document.name,
+        "title": document.title,
+        "description": document.description,
+        "inputSchema": {"type": "object", "properties": properties},
+    }
+
+
+def measure_through_mcp(mesh: Mesh, args: argparse.Namespace) -> None:
+    """``search`` through a real navigator process over MCP, against a trivial MCP tool call on a
+    plain FastMCP server, alternating in one run (the issue's target: p50 within 2x)."""
+    import subprocess
+    import tempfile
+
+    import httpx
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from mesh.digests import contract_digest
+    from registry import CatalogStore, NewTool
+    from tests.harness import MeshHarness, free_port
+
+    with tempfile.TemporaryDirectory() as tmp:
+        harness = MeshHarness(Path(tmp))
+        started = time.perf_counter()
+        with harness.registry.transaction() as session:
+            store = CatalogStore(session)
+            for assignment in mesh.assignments:
+                holder, role = assignment[0].holder, assignment[0].role
+                machine, seat = (f"seat-host-{role}", role) if holder == "mesh" else (holder, None)
+                tools = [
+                    NewTool(d.name, _definition(d), contract_digest(_definition(d)))
+                    for d in assignment
+                ]
+                store.put_assignment(machine, role, module=role, tools=tools, seat=seat)
+        written = time.perf_counter() - started
+        token = harness.principal("bench")
+        harness.grant("bench", "*/*/*")
+        port = free_port()
+        backend = subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), "backend", str(port)]
+        )
+        try:
+            started = time.perf_counter()
+            harness.start_navigator()
+            ready = time.perf_counter() - started
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.05)
+
+            async def run() -> tuple[list[float], list[float]]:
+                plain = Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"))
+                navigator = Client(
+                    StreamableHttpTransport(
+                        harness.navigator_url + "/mcp", headers={"Authorization": f"Bearer {token}"}
+                    )
+                )
+                trivial: list[float] = []
+                searched: list[float] = []
+                async with plain, navigator:
+                    for round_ in range(args.mcp_rounds + 10):
+                        query = mesh.queries[round_ % len(mesh.queries)]
+                        t0 = time.perf_counter()
+                        await plain.call_tool_mcp("echo", {"text": "hi"})
+                        t1 = time.perf_counter()
+                        result = await navigator.call_tool_mcp("search", {"query": query})
+                        t2 = time.perf_counter()
+                        assert not result.is_error, result
+                        if round_ >= 10:
+                            trivial.append((t1 - t0) * 1000)
+                            searched.append((t2 - t1) * 1000)
+                return trivial, searched
+
+            trivial, searched = asyncio.run(run())
+        finally:
+            harness.close()
+            backend.terminate()
+            backend.wait(timeout=10)
+    ratio = statistics.median(searched) / statistics.median(trivial)
+    print(
+        f"  mcp      registry written in {written:.1f} s; navigator up in {ready:.1f} s; "
+        f"search over MCP {_percentiles(searched)}; trivial MCP call {_percentiles(trivial)}; "
+        f"p50 ratio {ratio:.2f}x"
+    )
+
+
 SECTIONS: list[Callable[[Mesh, argparse.Namespace], None]] = [
     measure_index,
     measure_queries,
     measure_assignment,
     measure_peer,
+    measure_through_mcp,
 ]
 
 
@@ -461,13 +556,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-peer", action="store_true", help="skip FastMCP's transform")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the through-MCP section")
+    parser.add_argument("--mcp-rounds", type=int, default=200)
     args = parser.parse_args()
     queries = load_queries(args.seed)
     for size in args.sizes:
         mesh = build_mesh(size, args.seed, queries)
         print(f"\n{size:,} tools, {len(mesh.assignments):,} assignments, {len(queries)} queries")
         for section in SECTIONS:
-            if section is measure_peer and args.no_peer:
+            if (section is measure_peer and args.no_peer) or (
+                section is measure_through_mcp and args.no_mcp
+            ):
                 continue
             section(mesh, args)
 
