@@ -8,7 +8,11 @@ call what: that is read from the registry on every request (``navigator.grants``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import gc
+import itertools
+import json
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +22,7 @@ import anyio.to_thread
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 from navigator.search import SearchIndex, document_from_tool
-from registry import AssignmentRecord, CatalogStore, MachineRecord, NotFound, Registry
+from registry import CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
@@ -28,6 +32,37 @@ CATCH_UP_PAGE = 1000
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
 RETIRED = "retired"
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Contract:
+    """A tool's contract, held once per contract digest however many holders serve it.
+
+    The definition stays the compact JSON the registry gave; ``definition`` decodes it when a
+    caller needs all of it (describe, a call's first validation, ``schemas: true``).
+    """
+
+    digest: str
+    raw: str
+    title: str
+    description: str
+    annotations: dict[str, Any] | None
+
+    @classmethod
+    def from_definition(cls, digest: str, definition: Mapping[str, Any], raw: str) -> Contract:
+        annotations = definition.get("annotations")
+        return cls(
+            digest=digest,
+            raw=raw,
+            title=str(definition.get("title") or (annotations or {}).get("title") or ""),
+            description=str(definition.get("description") or ""),
+            annotations=annotations if isinstance(annotations, dict) else None,
+        )
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.raw)
+        return decoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +76,28 @@ class CatalogTool:
     machine: str
     endpoint_role: str
     endpoint: str | None
-    definition: dict[str, Any]
-    contract_digest: str
+    contract: Contract
     confirmation: str
 
     @property
+    def contract_digest(self) -> str:
+        return self.contract.digest
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        return self.contract.definition
+
+    @property
+    def annotations(self) -> dict[str, Any] | None:
+        return self.contract.annotations
+
+    @property
     def title(self) -> str:
-        annotations = self.definition.get("annotations") or {}
-        return str(self.definition.get("title") or annotations.get("title") or self.name)
+        return self.contract.title or self.name
 
     @property
     def description(self) -> str:
-        return str(self.definition.get("description") or "")
+        return self.contract.description
 
     @property
     def summary(self) -> str:
@@ -65,6 +110,30 @@ class CatalogTool:
     @property
     def input_schema(self) -> Any:
         return self.definition.get("inputSchema", {"type": "object"})
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogAssignment:
+    """An assignment as the catalogue keeps it: where it runs, how it is addressed, its tools'
+    names (their contracts live on the ``CatalogTool``s)."""
+
+    machine: str
+    role: str
+    module: str
+    kind: str
+    endpoint: str | None
+    seat: str | None
+    scopes: tuple[str, ...]
+    retired: bool
+    tools: tuple[str, ...]
+
+    @property
+    def holder(self) -> str:
+        return "mesh" if self.seat else self.machine
+
+    @property
+    def address_role(self) -> str:
+        return self.seat or self.role
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +164,7 @@ class _Machine:
 @dataclass(slots=True)
 class _State:
     machines: dict[str, _Machine] = field(default_factory=dict)
-    assignments: dict[tuple[str, str], AssignmentRecord] = field(default_factory=dict)
+    assignments: dict[tuple[str, str], CatalogAssignment] = field(default_factory=dict)
     tools: dict[str, CatalogTool] = field(default_factory=dict)
 
 
@@ -109,6 +178,8 @@ class Catalog:
         self.revision = 0
         #: Each machine's call-token key (persisted in the registry so every navigator can sign).
         self.node_keys: dict[str, bytes] = {}
+        #: One contract object per digest, shared by every holder of that tool.
+        self._contracts: weakref.WeakValueDictionary[str, Contract] = weakref.WeakValueDictionary()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -135,7 +206,7 @@ class Catalog:
     def machines(self) -> list[MachineRecord]:
         return [m.record for m in self._state.machines.values()]
 
-    def assignments(self) -> list[AssignmentRecord]:
+    def assignments(self) -> list[CatalogAssignment]:
         return list(self._state.assignments.values())
 
     # --- loading ---------------------------------------------------------------------------
@@ -143,24 +214,33 @@ class Catalog:
     async def load(self) -> None:
         """Read the whole catalogue and (re)build the view."""
 
-        def read() -> tuple[int, list[MachineRecord], list[AssignmentRecord], dict[str, bytes]]:
+        def read() -> tuple[int, list[MachineRecord], list[CatalogRow], dict[str, bytes]]:
             with self.registry.transaction() as session:
                 store = CatalogStore(session)
                 return (
                     store.last_change(),
                     store.machines(),
-                    store.assignments(),
+                    store.catalog_rows(),
                     store.node_keys(),
                 )
 
-        revision, machines, assignments, keys = await anyio.to_thread.run_sync(read)
+        revision, machines, rows, keys = await anyio.to_thread.run_sync(read)
         self.node_keys = keys
         self._state = _State()
         self.index = SearchIndex()
         for machine in machines:
             self._put_machine(machine)
-        for assignment in assignments:
-            self._put_assignment(assignment)
+        decoded: dict[str, dict[str, Any]] = {}
+        # Building creates millions of small objects and frees none: collecting meanwhile only
+        # walks them again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for assignment, tools in _assignments(rows):
+                self._put_assignment(assignment, tools, decoded)
+        finally:
+            if collecting:
+                gc.enable()
         self.revision = revision
 
     async def catch_up(self) -> int:
@@ -188,24 +268,25 @@ class Catalog:
     async def _reload_machine(self, name: str) -> None:
         """Re-read one machine and its assignments."""
 
-        def read() -> tuple[MachineRecord | None, list[AssignmentRecord], bytes | None]:
+        def read() -> tuple[MachineRecord | None, list[CatalogRow], bytes | None]:
             with self.registry.transaction() as session:
                 store = CatalogStore(session)
                 try:
                     machine = store.machine(name)
                 except NotFound:
                     return None, [], None
-                return machine, store.assignments(machine=name), store.node_key(name)
+                return machine, store.catalog_rows(machine=name), store.node_key(name)
 
-        machine, assignments, key = await anyio.to_thread.run_sync(read)
+        machine, rows, key = await anyio.to_thread.run_sync(read)
         if key is not None:
             self.node_keys[name] = key
         if machine is not None:
             self._put_machine(machine)
         stale = {key for key in self._state.assignments if key[0] == name}
-        for assignment in assignments:
+        decoded: dict[str, dict[str, Any]] = {}
+        for assignment, tools in _assignments(rows):
             stale.discard((assignment.machine, assignment.role))
-            self._put_assignment(assignment)
+            self._put_assignment(assignment, tools, decoded)
         for gone in stale:
             self._drop_assignment(gone)
         self._emit(CatalogEvent("machine", name))
@@ -252,7 +333,26 @@ class Catalog:
         machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
         self._state.machines[record.name] = machine
 
-    def _put_assignment(self, assignment: AssignmentRecord) -> None:
+    def _contract(
+        self, row: CatalogRow, decoded: dict[str, dict[str, Any]]
+    ) -> tuple[Contract, dict[str, Any]]:
+        """The shared contract for a row's digest, and its definition decoded once per pass."""
+        digest, raw = str(row.contract_digest), str(row.definition)
+        definition = decoded.get(digest)
+        if definition is None:
+            definition = decoded[digest] = json.loads(raw)
+        contract = self._contracts.get(digest)
+        if contract is None:
+            contract = Contract.from_definition(digest, definition, raw)
+            self._contracts[digest] = contract
+        return contract, definition
+
+    def _put_assignment(
+        self,
+        assignment: CatalogAssignment,
+        rows: list[CatalogRow],
+        decoded: dict[str, dict[str, Any]],
+    ) -> None:
         key = (assignment.machine, assignment.role)
         self._drop_assignment(key)
         self._state.assignments[key] = assignment
@@ -260,23 +360,21 @@ class Catalog:
             return
         holder, role = assignment.holder, assignment.address_role
         documents = []
-        for record in assignment.tools:
+        for row in rows:
+            contract, definition = self._contract(row, decoded)
             tool = CatalogTool(
-                address=f"{holder}/{role}/{record.name}",
+                address=f"{holder}/{role}/{row.tool}",
                 holder=holder,
                 role=role,
-                name=record.name,
+                name=str(row.tool),
                 machine=assignment.machine,
                 endpoint_role=assignment.role,
                 endpoint=assignment.endpoint,
-                definition=record.definition,
-                contract_digest=record.contract_digest,
-                confirmation=record.confirmation,
+                contract=contract,
+                confirmation=str(row.confirmation),
             )
             self._state.tools[tool.address] = tool
-            documents.append(
-                document_from_tool(holder, role, record.definition, record.contract_digest)
-            )
+            documents.append(document_from_tool(holder, role, definition, contract.digest))
         self.index.upsert(documents)
 
     def _drop_assignment(self, key: tuple[str, str]) -> None:
@@ -284,8 +382,8 @@ class Catalog:
         if old is None:
             return
         gone = []
-        for tool in old.tools:
-            address = f"{old.holder}/{old.address_role}/{tool.name}"
+        for name in old.tools:
+            address = f"{old.holder}/{old.address_role}/{name}"
             current = self._state.tools.get(address)
             if current is not None and (current.machine, current.endpoint_role) == key:
                 del self._state.tools[address]
@@ -307,3 +405,25 @@ class Catalog:
             if queue.full():
                 continue
             queue.put_nowait(event)
+
+
+def _assignments(rows: list[CatalogRow]) -> Iterator[tuple[CatalogAssignment, list[CatalogRow]]]:
+    """Flat rows (ordered by machine, role, tool) grouped back into assignments."""
+    for _, grouped in itertools.groupby(rows, key=lambda row: (row.machine, row.role)):
+        group = list(grouped)
+        first = group[0]
+        tools = [row for row in group if row.tool is not None]
+        yield (
+            CatalogAssignment(
+                machine=first.machine,
+                role=first.role,
+                module=first.module,
+                kind=first.kind,
+                endpoint=first.endpoint,
+                seat=first.seat,
+                scopes=tuple(first.scopes),
+                retired=bool(first.retired),
+                tools=tuple(str(row.tool) for row in tools),
+            ),
+            tools,
+        )

@@ -67,7 +67,7 @@ class Confirmations:
             return NONE
         if mark == ELICIT_ONLY:
             return ELICIT_ONLY
-        if mark == "always" or needs_confirmation(tool.definition.get("annotations")):
+        if mark == "always" or needs_confirmation(tool.annotations):
             return REQUIRED
         return NONE
 

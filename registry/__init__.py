@@ -5,6 +5,7 @@ from __future__ import annotations
 from registry.access import AccessStore, GrantRecord, GrantSnapshot, PrincipalRecord
 from registry.catalog import (
     AssignmentRecord,
+    CatalogRow,
     CatalogStore,
     MachineRecord,
     NewTool,
@@ -16,6 +17,7 @@ from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailab
 __all__ = [
     "AccessStore",
     "AssignmentRecord",
+    "CatalogRow",
     "CatalogStore",
     "Conflict",
     "GrantRecord",

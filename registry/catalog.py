@@ -6,9 +6,9 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import Text, cast, delete, func, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from registry.errors import Conflict, NotFound
@@ -23,7 +23,14 @@ from registry.models import (
     utcnow,
 )
 
-__all__ = ["AssignmentRecord", "CatalogStore", "MachineRecord", "NewTool", "ToolRecord"]
+__all__ = [
+    "AssignmentRecord",
+    "CatalogRow",
+    "CatalogStore",
+    "MachineRecord",
+    "NewTool",
+    "ToolRecord",
+]
 
 NODE_KEY_BYTES = 32
 #: The PostgreSQL channel on which catalogue changes are announced.
@@ -38,6 +45,24 @@ class NewTool:
     definition: dict[str, Any]
     contract_digest: str
     confirmation: str = "auto"
+
+
+class CatalogRow(NamedTuple):
+    """One tool of one assignment (or an assignment without tools), read in bulk. The definition
+    stays the JSON text the database holds, for the caller to decode once per contract."""
+
+    machine: str
+    role: str
+    module: str
+    kind: str
+    endpoint: str | None
+    scopes: list[str]
+    retired: bool
+    seat: str | None
+    tool: str | None
+    definition: str | None
+    contract_digest: str | None
+    confirmation: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +370,38 @@ class CatalogStore:
         return {seat: (m, r) if m is not None else None for seat, m, r in rows}
 
     # --- reading the whole catalogue -------------------------------------------------------
+
+    def catalog_rows(self, machine: str | None = None) -> list[CatalogRow]:
+        """Every assignment and its tools as flat rows, in one Core query: the navigator's load.
+
+        No ORM entities and no JSON decoding here: at 100,000 tools that is most of the cost.
+        """
+        query = (
+            select(
+                Machine.name,
+                Assignment.role,
+                Assignment.module,
+                Assignment.kind,
+                Assignment.endpoint,
+                Assignment.scopes,
+                Assignment.retired_at.is_not(None),
+                Seat.name,
+                Tool.name,
+                cast(Tool.definition, Text),
+                Tool.contract_digest,
+                Tool.confirmation,
+            )
+            .select_from(Assignment)
+            .join(Machine, Assignment.machine_id == Machine.id)
+            .outerjoin(Tool, Tool.assignment_id == Assignment.id)
+            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
+            .order_by(Machine.name, Assignment.role, Tool.name)
+        )
+        if machine is not None:
+            query = query.where(Machine.name == machine)
+        self.session.flush()
+        result = self.session.connection().execute(query)
+        return [CatalogRow._make(row) for row in result]
 
     def assignment(self, machine: str, role: str) -> AssignmentRecord:
         return self._record(self._assignment(machine, role))

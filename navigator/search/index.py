@@ -90,13 +90,15 @@ class SearchIndex:
         """Add documents, or replace those already indexed at the same address."""
         with self._lock:
             touched: dict[_GroupKey, None] = {}
+            pending: list[_ToolText] = []
             for document in documents:
                 previous = self._documents.get(document.address)
                 if previous == document:
                     continue
                 if previous is not None:
                     self._detach(previous, touched)
-                self._attach(document, touched)
+                self._attach(document, touched, pending)
+            self._index_texts(pending)
             self._settle(touched)
 
     def remove(self, addresses: Iterable[str]) -> None:
@@ -124,7 +126,10 @@ class SearchIndex:
                 }
             self.remove(sorted(address for address in candidates if address.startswith(prefix)))
 
-    def _attach(self, document: ToolDocument, touched: dict[_GroupKey, None]) -> None:
+    def _attach(
+        self, document: ToolDocument, touched: dict[_GroupKey, None], pending: list[_ToolText]
+    ) -> None:
+        """Add a document; a text new to the index waits in ``pending`` for its slot."""
         key = (document.role, document.name, document.contract_digest)
         self._documents[document.address] = document
         self._by_holder.setdefault(document.holder, set()).add(document.address)
@@ -133,8 +138,9 @@ class SearchIndex:
                 self._holders_by_word.setdefault(word, set()).add(document.holder)
         tool_text = self._texts.get(key)
         if tool_text is None:
-            tool_text = self._index_text(key, _text_of(document))
+            tool_text = _ToolText(key, _text_of(document), -1, [])
             self._texts[key] = tool_text
+            pending.append(tool_text)
         insort(tool_text.members, document.address)
         touched[key] = None
 
@@ -156,6 +162,7 @@ class SearchIndex:
     def _settle(self, touched: dict[_GroupKey, None]) -> None:
         """Unindex texts left without members; re-index texts whose first member's text changed."""
         stale: dict[int, _ToolText] = {}
+        replacements: list[_ToolText] = []
         for key in touched:
             tool_text = self._texts[key]
             if not tool_text.members:
@@ -165,9 +172,10 @@ class SearchIndex:
             wanted = _text_of(self._documents[tool_text.members[0]])
             if wanted != tool_text.text:
                 stale[tool_text.slot] = tool_text
-                replacement = self._index_text(key, wanted)
-                replacement.members = tool_text.members
+                replacement = _ToolText(key, wanted, -1, tool_text.members)
                 self._texts[key] = replacement
+                replacements.append(replacement)
+        self._index_texts(replacements)
         if stale:
             terms: dict[int, list[str]] = {}
             for slot, text in stale.items():
@@ -181,24 +189,27 @@ class SearchIndex:
                     del self._slots_by_role[text.key[0]]
             self._vocabulary.discard(self._postings.remove(terms))
 
-    def _stemmed_fields(self, key: _GroupKey, text: _Text) -> list[list[str]]:
+    def _fields(self, key: _GroupKey, text: _Text) -> tuple[list[str], ...]:
+        """A text's terms per field."""
         role, name, _ = key
         title, description, parameters = text
-        fields = self._analyzer.tool_fields(name, title, description, parameters, role)
-        stem = self._analyzer.stem
-        return [[stem(word) for word in field] for field in fields]
+        return self._analyzer.tool_terms(name, title, description, parameters, role)
 
     def _terms(self, key: _GroupKey, text: _Text) -> list[str]:
         """The distinct terms of a text."""
-        return list(dict.fromkeys(t for field in self._stemmed_fields(key, text) for t in field))
+        return list(dict.fromkeys(t for field in self._fields(key, text) for t in field))
 
-    def _index_text(self, key: _GroupKey, text: _Text) -> _ToolText:
-        slot, new_terms = self._postings.add(self._stemmed_fields(key, text))
+    def _index_texts(self, texts: list[_ToolText]) -> None:
+        """Index new texts in one batch, giving each its slot in turn."""
+        if not texts:
+            return
+        fields = [self._fields(text.key, text.text) for text in texts]
+        slots, new_terms = self._postings.add_many(fields)
         self._vocabulary.add(new_terms)
-        tool_text = _ToolText(key, text, slot, [])
-        self._by_slot[slot] = tool_text
-        self._slots_by_role.setdefault(key[0], set()).add(slot)
-        return tool_text
+        for text, slot in zip(texts, slots, strict=True):
+            text.slot = slot
+            self._by_slot[slot] = text
+            self._slots_by_role.setdefault(text.key[0], set()).add(slot)
 
     # -- search --------------------------------------------------------------------------------
 

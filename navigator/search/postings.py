@@ -21,6 +21,7 @@ import heapq
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +38,8 @@ _INITIAL_SLOTS = 64
 _FEW_SLOTS = 8
 # Average field lengths are used rounded to a power of this ratio.
 _AVERAGE_STEP = math.log(1.02)
+# Batches are merged into their terms before any read, or once they hold this many postings.
+_MERGE_PAIRS = 1 << 21
 
 
 class _TermPostings:
@@ -49,6 +52,30 @@ class _TermPostings:
         self.slots = array("i")
         self.frequencies = array("B")
         self.pseudo = array("f")
+        self.version = version
+
+
+class _Block:
+    """One batch's postings, not yet moved into their terms: its distinct terms in order, how
+    many postings each has, and the postings term by term (slots, frequencies, pseudo-frequencies
+    as of normalisation ``version``)."""
+
+    __slots__ = ("counts", "frequencies", "pseudo", "slots", "terms", "version")
+
+    def __init__(
+        self,
+        terms: list[str],
+        counts: npt.NDArray[np.intp],
+        slots: npt.NDArray[np.int32],
+        frequencies: npt.NDArray[np.uint8],
+        pseudo: npt.NDArray[np.float32],
+        version: int,
+    ) -> None:
+        self.terms = terms
+        self.counts = counts
+        self.slots = slots
+        self.frequencies = frequencies
+        self.pseudo = pseudo
         self.version = version
 
 
@@ -68,6 +95,9 @@ class PostingIndex:
         "_lengths",
         "_live",
         "_next_slot",
+        "_pending",
+        "_pending_pairs",
+        "_pending_terms",
         "_settings",
         "_terms",
         "_version",
@@ -85,6 +115,9 @@ class PostingIndex:
         self._free: list[int] = []
         self._averages = np.ones(FIELD_COUNT, dtype=np.float64)
         self._version = 0
+        self._pending: list[_Block] = []
+        self._pending_pairs = 0
+        self._pending_terms: dict[str, None] = {}
 
     @property
     def text_count(self) -> int:
@@ -92,10 +125,12 @@ class PostingIndex:
         return self._live
 
     def __contains__(self, term: str) -> bool:
+        self._merge()
         return term in self._terms
 
     def document_frequency(self, term: str) -> int:
         """How many texts use ``term``."""
+        self._merge()
         postings = self._terms.get(term)
         return len(postings.slots) if postings is not None else 0
 
@@ -104,39 +139,101 @@ class PostingIndex:
     def add(self, fields: Sequence[Sequence[str]]) -> tuple[int, list[str]]:
         """Index one text given as its terms per field; its slot, and the terms new to the
         index."""
-        slot = heapq.heappop(self._free) if self._free else self._grow()
-        counts: dict[str, bytearray] = {}
-        for field, terms in enumerate(fields):
-            for term in terms:
-                frequencies = counts.get(term)
-                if frequencies is None:
-                    frequencies = counts[term] = bytearray(FIELD_COUNT)
-                if frequencies[field] < _MAX_FREQUENCY:
-                    frequencies[field] += 1
-        lengths = [len(terms) for terms in fields]
-        self._lengths[slot] = lengths
-        for field, length in enumerate(lengths):
-            self._length_sums[field] += length
-        self._live += 1
+        slots, new_terms = self.add_many([fields])
+        return slots[0], new_terms
+
+    def add_many(self, texts: Sequence[Sequence[Sequence[str]]]) -> tuple[list[int], list[str]]:
+        """Index texts, each given as its terms per field; their slots, in order, and the terms
+        new to the index, in order of first use.
+
+        The batch is counted in one numpy pass and each term's postings grow once per batch; the
+        averages are requantised once. The postings are those of adding the texts one by one.
+        """
+        if not texts:
+            return [], []
+        slots = [heapq.heappop(self._free) if self._free else self._grow() for _ in texts]
+        count = len(texts)
+        lengths = np.array([[len(terms) for terms in fields] for fields in texts], dtype=np.intp)
+        lengths = lengths.reshape(count, FIELD_COUNT)
+        slot_array = np.asarray(slots, dtype=np.intp)
+        self._lengths[slot_array] = lengths
+        for field, total in enumerate(lengths.sum(axis=0).tolist()):
+            self._length_sums[field] += total
+        self._live += count
         self._renormalise()
-        table = np.frombuffer(b"".join(counts.values()), dtype=np.uint8).reshape(-1, FIELD_COUNT)
-        pseudo = self._pseudo(table, self._coefficients(self._lengths[slot : slot + 1]))
-        new_terms: list[str] = []
-        for (term, frequencies), value in zip(counts.items(), pseudo.tolist(), strict=True):
-            postings = self._terms.get(term)
+        occurrences = list(chain.from_iterable(chain.from_iterable(texts)))
+        if not occurrences:
+            return slots, []
+        distinct = list(dict.fromkeys(occurrences))  # batch term ids, in order of first use
+        ids = dict(zip(distinct, range(len(distinct)), strict=True))
+        codes = np.fromiter(map(ids.__getitem__, occurrences), np.int64, len(occurrences))
+        cells = count * FIELD_COUNT  # cell: text * FIELD_COUNT + field
+        keys = codes * cells + np.repeat(np.arange(cells, dtype=np.int64), lengths.ravel())
+        unique, tallies = np.unique(keys, return_counts=True)  # by term, then text, then field
+        pairs = unique // FIELD_COUNT  # term * count + text
+        starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))
+        table = np.zeros((len(starts), FIELD_COUNT), dtype=np.uint8)
+        rows = np.cumsum(np.concatenate(([True], pairs[1:] != pairs[:-1]))) - 1
+        table[rows, unique % FIELD_COUNT] = np.minimum(tallies, _MAX_FREQUENCY)
+        pair_terms = pairs[starts] // count
+        pair_slots = slot_array[pairs[starts] % count]
+        coefficients = self._coefficients(self._lengths[pair_slots])
+        pseudo = self._pseudo(table, coefficients).astype(np.float32)
+        bounds = np.flatnonzero(np.concatenate(([True], pair_terms[1:] != pair_terms[:-1])))
+        counts = np.diff(np.append(bounds, len(pair_terms)))
+        self._pending.append(
+            _Block(distinct, counts, pair_slots.astype(np.int32), table, pseudo, self._version)
+        )
+        self._pending_pairs += len(pair_terms)
+        known, pending = self._terms, self._pending_terms
+        new_terms = [term for term in distinct if term not in known and term not in pending]
+        pending.update(dict.fromkeys(new_terms))
+        if self._pending_pairs >= _MERGE_PAIRS:
+            self._merge()
+        return slots, new_terms
+
+    def _merge(self) -> None:
+        """Move the pending batches' postings into their terms: one step per term, not per term
+        and batch. Entries reach a term in batch order, as if each batch had been added alone."""
+        if not self._pending:
+            return
+        blocks, self._pending, self._pending_pairs = self._pending, [], 0
+        self._pending_terms = {}
+        block_terms = list(chain.from_iterable(block.terms for block in blocks))
+        merged = list(dict.fromkeys(block_terms))
+        ids = dict(zip(merged, range(len(merged)), strict=True))
+        codes = np.fromiter(map(ids.__getitem__, block_terms), np.int64, len(block_terms))
+        counts = np.concatenate([block.counts for block in blocks])
+        order = np.argsort(np.repeat(codes, counts), kind="stable")
+        slots = np.concatenate([block.slots for block in blocks])[order]
+        table = np.concatenate([block.frequencies for block in blocks])[order]
+        pseudo = np.concatenate([block.pseudo for block in blocks])[order]
+        uniform = all(block.version == self._version for block in blocks)
+        slot_bytes = memoryview(slots.tobytes())
+        frequency_bytes = memoryview(table.tobytes())
+        pseudo_bytes = memoryview(pseudo.tobytes())
+        totals = np.bincount(codes, weights=counts, minlength=len(merged)).astype(np.int64)
+        ends = np.cumsum(totals).tolist()
+        terms = self._terms
+        width = FIELD_COUNT
+        start = 0
+        for term, end in zip(merged, ends, strict=True):
+            postings = terms.get(term)
             if postings is None:
-                postings = self._terms[term] = _TermPostings(self._version)
-                new_terms.append(term)
-            postings.slots.append(slot)
-            postings.frequencies.frombytes(frequencies)
-            postings.pseudo.append(value)
-        return slot, new_terms
+                postings = terms[term] = _TermPostings(self._version if uniform else -1)
+            elif not uniform:
+                postings.version = -1  # some entries predate the normalisation: recompute
+            postings.slots.frombytes(slot_bytes[4 * start : 4 * end])
+            postings.frequencies.frombytes(frequency_bytes[width * start : width * end])
+            postings.pseudo.frombytes(pseudo_bytes[4 * start : 4 * end])
+            start = end
 
     def remove(self, texts: Mapping[int, Iterable[str]]) -> list[str]:
         """Unindex texts given as slot -> its distinct terms; their slots become free. Returns
         the terms no text uses any more."""
         if not texts:
             return []
+        self._merge()
         by_term: dict[str, list[int]] = {}
         for slot, terms in texts.items():
             for term in terms:
@@ -226,6 +323,7 @@ class PostingIndex:
         Terms are summed in the order given; each slot's score depends only on its own text and
         the collection's statistics, never on where its postings sit.
         """
+        self._merge()
         k1 = self._settings.k1
         scores = np.zeros(self._next_slot, dtype=np.float64)
         for term, weight in terms:

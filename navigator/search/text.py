@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
 
@@ -48,6 +50,11 @@ _HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # Parts of one identifier word: ACRONYMS before a capitalised word, Capitalised or lower runs with
 # trailing digits kept (``base64``, ``ec2``), upper-case runs, digit runs.
 _CAMEL_PART = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+# For ASCII text, the same words as ``_WORD`` where no apostrophe joins them: every byte that is
+# not a letter or digit becomes a space (apostrophes too: identifiers split on them).
+_ASCII_SEPARATORS = bytes(
+    byte if chr(byte).isascii() and chr(byte).isalnum() else ord(" ") for byte in range(256)
+)
 _MIN_TERM_LENGTH = 2
 # How much of a tool's text is read: the document keeps all of it, the index reads this much.
 _MAX_PROSE_CHARS = 8192
@@ -69,6 +76,11 @@ def _camel_parts(word: str) -> list[str]:
     if len(parts) <= 1:
         return [word.casefold()]
     return [part.casefold() for part in parts]
+
+
+def _ascii_words(text: str) -> list[str]:
+    """``_WORD.findall`` of ASCII text with apostrophes read as spaces, but faster."""
+    return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
 
 
 def split_identifier(identifier: str) -> list[str]:
@@ -113,13 +125,24 @@ class QueryWord:
 
 
 class TextAnalyzer:
-    """Stems words with a bounded cache; one instance per index (PyStemmer is not thread-safe)."""
+    """Stems words with bounded caches; one instance per index (PyStemmer is not thread-safe).
 
-    __slots__ = ("_cache", "_stemmer")
+    A catalogue's vocabulary is small next to the number of words it holds, so what a raw word of
+    prose, a hyphenated compound or a word of an identifier becomes — case-folded, split, filtered
+    and stemmed — is cached by its raw text, and each occurrence costs one look-up.
+    """
+
+    __slots__ = ("_cache", "_compounds", "_identifier_words", "_stemmer", "_words")
 
     def __init__(self) -> None:
         self._stemmer = Stemmer.Stemmer("english")
         self._cache: dict[str, str] = {}
+        # raw word of prose -> the stems it gives (itself, then its camelCase parts; kept ones)
+        self._words: dict[str, tuple[str, ...]] = {}
+        # hyphenated compound as written -> the stem of the joined word, when kept
+        self._compounds: dict[str, tuple[str, ...]] = {}
+        # raw word of an identifier -> the stems of its (camelCase) parts
+        self._identifier_words: dict[str, tuple[str, ...]] = {}
 
     def stem(self, word: str) -> str:
         """The Snowball stem of one case-folded word."""
@@ -142,7 +165,59 @@ class TextAnalyzer:
         """The words of an identifier that become terms, before stemming."""
         return [word for word in split_identifier(identifier) if self._keep(word)]
 
-    def tool_fields(
+    def prose_terms(self, text: str) -> list[str]:
+        """The terms of prose: ``prose_surfaces`` stemmed, in the same order."""
+        if text.isascii() and "'" not in text:
+            normalized = text  # NFKC leaves ASCII as it is
+            raws = _ascii_words(text)
+        else:
+            normalized = _normalize(text)
+            raws = _WORD.findall(normalized)
+        terms = self._cached(self._words, raws, self._analyse_word)
+        if "-" in normalized:
+            compounds = _HYPHENATED.findall(normalized)
+            terms += self._cached(self._compounds, compounds, self._analyse_compound)
+        return terms
+
+    def identifier_terms(self, identifier: str) -> list[str]:
+        """The terms of an identifier: ``identifier_surfaces`` stemmed, in the same order."""
+        if identifier.isascii():
+            raws = _ascii_words(identifier)
+        else:
+            raws = _WORD.findall(_normalize(identifier).replace("'", " "))
+        return self._cached(self._identifier_words, raws, self._analyse_identifier_word)
+
+    def _cached(
+        self,
+        cache: dict[str, tuple[str, ...]],
+        raws: list[str],
+        analyse: Callable[[str], tuple[str, ...]],
+    ) -> list[str]:
+        """The terms of each raw text in turn, analysed once and then looked up."""
+        try:
+            return list(chain.from_iterable(map(cache.__getitem__, raws)))
+        except KeyError:
+            if len(cache) + len(raws) > _STEM_CACHE_LIMIT:
+                cache.clear()
+            for raw in raws:
+                if raw not in cache:
+                    cache[raw] = analyse(raw)
+            return list(chain.from_iterable(map(cache.__getitem__, raws)))
+
+    def _analyse_word(self, raw: str) -> tuple[str, ...]:
+        word = raw.replace("'", "")
+        parts = _camel_parts(word)
+        words = [word.casefold(), *parts] if len(parts) > 1 else [word.casefold()]
+        return tuple(self.stem(each) for each in words if self._keep(each))
+
+    def _analyse_compound(self, compound: str) -> tuple[str, ...]:
+        word = compound.replace("-", "").replace("'", "").casefold()
+        return (self.stem(word),) if self._keep(word) else ()
+
+    def _analyse_identifier_word(self, raw: str) -> tuple[str, ...]:
+        return tuple(self.stem(part) for part in _camel_parts(raw) if self._keep(part))
+
+    def tool_terms(
         self,
         name: str,
         title: str,
@@ -150,18 +225,18 @@ class TextAnalyzer:
         parameters: tuple[tuple[str, str], ...],
         role: str,
     ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
-        """The words of a tool's fields, before stemming: name, title, description, parameters
-        (names and descriptions), role. Long texts are read up to a bound."""
-        parameter_words: list[str] = []
+        """The terms of a tool's fields: name, title, description, parameters (names and
+        descriptions), role. Long texts are read up to a bound."""
+        parameter_terms: list[str] = []
         for parameter, described in parameters[:_MAX_PARAMETERS]:
-            parameter_words += self.identifier_surfaces(parameter)
-            parameter_words += self.prose_surfaces(described[:_MAX_PARAMETER_CHARS])
+            parameter_terms += self.identifier_terms(parameter)
+            parameter_terms += self.prose_terms(described[:_MAX_PARAMETER_CHARS])
         return (
-            self.identifier_surfaces(name),
-            self.prose_surfaces(title[:_MAX_PROSE_CHARS]),
-            self.prose_surfaces(description[:_MAX_PROSE_CHARS]),
-            parameter_words,
-            self.identifier_surfaces(role),
+            self.identifier_terms(name),
+            self.prose_terms(title[:_MAX_PROSE_CHARS]),
+            self.prose_terms(description[:_MAX_PROSE_CHARS]),
+            parameter_terms,
+            self.identifier_terms(role),
         )
 
     def query_words(self, query: str) -> list[QueryWord]:

@@ -556,3 +556,65 @@ def test_the_same_query_gives_the_same_order_whatever_the_hash_seed() -> None:
 def test_the_analyzer_drops_stopwords_and_keeps_query_order() -> None:
     words = TextAnalyzer().query_words("Show the tables of db1")
     assert [word.surface for word in words] == ["show", "tables", "db1"]
+
+
+def test_bulk_built_index_pages_like_one_built_document_by_document() -> None:
+    import random
+
+    rng = random.Random(11)
+    words = [
+        "list", "tables", "database", "PostgreSQL", "container", "logs", "restart", "e-mail",
+        "GitHub", "issues", "search", "the", "of", "memory", "disk", "usage", "sync", "calendar",
+        "non-profit", "café", "user's", "report", "export", "kaloMi", "zorve", "ports",
+    ]  # fmt: skip
+
+    def text(low: int, high: int) -> str:
+        return " ".join(rng.choices(words, k=rng.randint(low, high)))
+
+    documents = []
+    for number in range(300):
+        holder = f"m{number % 7}"
+        role = rng.choice(["postgres", "docker", f"app-{number % 11}"])
+        name = rng.choice(["list", "get", "sync"]) + "_" + rng.choice(words).replace("-", "")
+        params = tuple((rng.choice(["id", "userName", "query"]), text(0, 6)) for _ in range(2))
+        digest = rng.choice(["a", "b"])
+        documents.append(
+            ToolDocument(
+                f"{holder}/{role}/{name}",
+                holder,
+                role,
+                name,
+                text(0, 3),
+                text(3, 20),
+                params,
+                digest,
+            )
+        )
+    one_by_one, by_assignment, bulk = SearchIndex(), SearchIndex(), SearchIndex()
+    for document in documents:
+        one_by_one.upsert([document])
+    for start in range(0, len(documents), 23):
+        by_assignment.upsert(documents[start : start + 23])
+    bulk.upsert(documents)
+    queries = [text(1, 4) for _ in range(60)] + ["databse tabels", "m3 logs", "contaner"]
+    for query in queries:
+        pages = [
+            index.search(query, permits=lambda _: True, limit=10)
+            for index in (one_by_one, by_assignment, bulk)
+        ]
+        expected = [(hit.address, hit.score, hit.holders) for hit in pages[0].hits]
+        for page in pages[1:]:
+            assert [(hit.address, hit.score, hit.holders) for hit in page.hits] == expected
+            assert page.has_more == pages[0].has_more
+    # and removals keep them equal
+    gone = [document.address for document in documents[::3]]
+    for index in (one_by_one, by_assignment, bulk):
+        index.remove(gone)
+    for query in queries:
+        pages = [
+            index.search(query, permits=lambda _: True, limit=10)
+            for index in (one_by_one, by_assignment, bulk)
+        ]
+        expected = [(hit.address, hit.score) for hit in pages[0].hits]
+        for page in pages[1:]:
+            assert [(hit.address, hit.score) for hit in page.hits] == expected
