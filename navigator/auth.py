@@ -93,6 +93,8 @@ class Authenticator:
             if access is None or not isinstance(subject, str) or not subject:
                 raise Unauthenticated()
             return Caller(subject, frozenset(access.scopes))
+        if self.registry.reads_inline:
+            return self.authenticate(token)
         return await anyio.to_thread.run_sync(self.authenticate, token)
 
 

@@ -97,4 +97,4 @@ class CallerMiddleware(Middleware):
         finally:
             elapsed = time.perf_counter() - started
             METRICS.observe_tool(tool, code, elapsed)
-            logger.info("%s -> %s in %.1f ms", tool, code, elapsed * 1000)
+            logger.debug("%s -> %s in %.1f ms", tool, code, elapsed * 1000)

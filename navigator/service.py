@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from mcp_types import CallToolResult
@@ -42,6 +42,8 @@ from navigator.walk import walk
 from registry import AccessStore, CatalogStore, Registry
 
 __all__ = ["Navigator"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger("meshnav.navigator")
 
@@ -85,13 +87,19 @@ class Navigator:
         when it came over HTTP, read here otherwise (stdio). Never from a cache."""
         if caller.grants is not None:
             return compile_permissions(caller, caller.grants)
-        return await anyio.to_thread.run_sync(self._read_permissions, caller)
+        return await self._read(lambda: self._read_permissions(caller))
 
     async def _grant_revision(self) -> int:
         def read() -> int:
             with self.registry.transaction() as session:
                 return CatalogStore(session).revision("grants")
 
+        return await self._read(read)
+
+    async def _read(self, read: Callable[[], T]) -> T:
+        """A short registry read: inline on SQLite (``Registry.reads_inline``), else a thread."""
+        if self.registry.reads_inline:
+            return read()
         return await anyio.to_thread.run_sync(read)
 
     # --- paging ----------------------------------------------------------------------------

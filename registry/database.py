@@ -78,6 +78,13 @@ class Registry:
     def is_postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
 
+    @property
+    def reads_inline(self) -> bool:
+        """Whether a short indexed read may run on the event loop: SQLite in WAL mode answers
+        from the local file in microseconds and readers never wait for writers, so a thread hop
+        would cost more than the read. A networked database is always read off the loop."""
+        return self.engine.dialect.name == "sqlite"
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Session]:
         with translate_errors(), self._sessions() as session, session.begin():
