@@ -22,7 +22,7 @@ import anyio.to_thread
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 from navigator.search import SearchIndex, document_from_tool
-from registry import CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
+from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
@@ -113,27 +113,11 @@ class CatalogTool:
 
 
 @dataclass(frozen=True, slots=True)
-class CatalogAssignment:
-    """An assignment as the catalogue keeps it: where it runs, how it is addressed, its tools'
-    names (their contracts live on the ``CatalogTool``s)."""
+class CatalogAssignment(AssignmentPlace):
+    """An assignment as the catalogue keeps it: its tools by name only (their contracts live on
+    the ``CatalogTool``s)."""
 
-    machine: str
-    role: str
-    module: str
-    kind: str
-    endpoint: str | None
-    seat: str | None
-    scopes: tuple[str, ...]
-    retired: bool
     tools: tuple[str, ...]
-
-    @property
-    def holder(self) -> str:
-        return "mesh" if self.seat else self.machine
-
-    @property
-    def address_role(self) -> str:
-        return self.seat or self.role
 
 
 @dataclass(frozen=True, slots=True)

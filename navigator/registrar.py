@@ -134,16 +134,7 @@ class Registrar:
                 served = set()
                 for spec, tools in prepared:
                     served.add(spec.role)
-                    store.put_assignment(
-                        machine,
-                        spec.role,
-                        module=spec.module,
-                        tools=tools,
-                        kind=spec.kind,
-                        endpoint=spec.endpoint,
-                        scopes=spec.scopes,
-                        seat=spec.seat,
-                    )
+                    _write(store, machine, spec, tools)
                 for existing in store.assignments(machine=machine):
                     if (
                         existing.role not in served
@@ -170,16 +161,7 @@ class Registrar:
 
         def write() -> None:
             with self.registry.transaction() as session:
-                CatalogStore(session).put_assignment(
-                    machine,
-                    spec.role,
-                    module=spec.module,
-                    tools=tools,
-                    kind=spec.kind,
-                    endpoint=spec.endpoint,
-                    scopes=spec.scopes,
-                    seat=spec.seat,
-                )
+                _write(CatalogStore(session), machine, spec, tools)
                 if grant_scope_holders and spec.scopes:
                     AccessStore(session).grant(
                         "*", f"{holder}/*", effect="allow", scopes=spec.scopes
@@ -246,3 +228,16 @@ def _bind(store: AccessStore, principal: str, machine: str) -> None:
         store.bind_machine(principal, machine)
     except Conflict:
         raise ToolNotGranted("This node principal speaks for another machine.") from None
+
+
+def _write(store: CatalogStore, machine: str, spec: AssignmentSpec, tools: list[NewTool]) -> None:
+    store.put_assignment(
+        machine,
+        spec.role,
+        module=spec.module,
+        tools=tools,
+        kind=spec.kind,
+        endpoint=spec.endpoint,
+        scopes=spec.scopes,
+        seat=spec.seat,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from registry.access import AccessStore, GrantRecord, GrantSnapshot, PrincipalRecord
 from registry.catalog import (
+    AssignmentPlace,
     AssignmentRecord,
     CatalogRow,
     CatalogStore,
@@ -16,6 +17,7 @@ from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailab
 
 __all__ = [
     "AccessStore",
+    "AssignmentPlace",
     "AssignmentRecord",
     "CatalogRow",
     "CatalogStore",

@@ -24,6 +24,7 @@ from registry.models import (
 )
 
 __all__ = [
+    "AssignmentPlace",
     "AssignmentRecord",
     "CatalogRow",
     "CatalogStore",
@@ -83,8 +84,9 @@ class ToolRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class AssignmentRecord:
-    """An assignment as the navigator's catalogue holds it: where it runs, how it is addressed."""
+class AssignmentPlace:
+    """Where an assignment runs and how it is addressed: ``HOLDER/ROLE`` is ``mesh/SEAT`` for a
+    mesh seat, ``MACHINE/ROLE`` otherwise."""
 
     machine: str
     role: str
@@ -94,7 +96,6 @@ class AssignmentRecord:
     seat: str | None
     scopes: tuple[str, ...]
     retired: bool
-    tools: tuple[ToolRecord, ...]
 
     @property
     def holder(self) -> str:
@@ -103,6 +104,13 @@ class AssignmentRecord:
     @property
     def address_role(self) -> str:
         return self.seat or self.role
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentRecord(AssignmentPlace):
+    """An assignment with its tools' whole contracts."""
+
+    tools: tuple[ToolRecord, ...]
 
 
 def _machine_record(machine: Machine) -> MachineRecord:
