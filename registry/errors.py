@@ -25,8 +25,8 @@ class RegistryUnavailable(RegistryError):
 
 
 class NotFound(RegistryError):
-    pass
+    """A named machine, assignment, seat, principal or grant is not there."""
 
 
 class Conflict(RegistryError):
-    pass
+    """The change contradicts what the registry holds."""

@@ -320,8 +320,7 @@ def _execute(
         try:
             conn.set_authorizer(_authorize_write)
             cursor = conn.execute(sql, params)
-            for _ in cursor:  # RETURNING rows: step to the end so that the change is whole
-                pass
+            cursor.fetchall()  # RETURNING rows: step to the end so that the change is whole
             conn.set_authorizer(None)
             conn.execute("COMMIT")
         except BaseException:
