@@ -322,10 +322,14 @@ class Catalog:
     ) -> tuple[Contract, dict[str, Any]]:
         """The shared contract for a row's digest, and its definition decoded once per pass."""
         digest, raw = str(row.contract_digest), str(row.definition)
+        contract = self._contracts.get(digest)
         definition = decoded.get(digest)
         if definition is None:
-            definition = decoded[digest] = json.loads(raw)
-        contract = self._contracts.get(digest)
+            definition = json.loads(raw)
+            if contract is not None:
+                # A contract seen before is held by many (a module on many machines): keep its
+                # decoded form for the rest of the pass. Unique ones are dropped once indexed.
+                decoded[digest] = definition
         if contract is None:
             contract = Contract.from_definition(digest, definition, raw)
             self._contracts[digest] = contract
