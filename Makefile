@@ -29,10 +29,11 @@ check: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/meshnav docs
 
-bench: $(STAMP)
+bench: $(STAMP) system-deps
 	$(BIN)/python benchmarks/call_overhead.py
 	$(BIN)/python benchmarks/search_quality.py
 	$(BIN)/python benchmarks/search_scale.py
+	$(BIN)/python benchmarks/registry_scale.py --tools 10000 --machines 100
 
 clean:
 	rm -rf $(VENV) .meshnav-demo .pytest_cache .mypy_cache .ruff_cache
