@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,23 +25,9 @@ sys.path.insert(0, str(ROOT))
 from fastmcp import Client  # noqa: E402
 from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
 
-from tests.harness import MeshHarness, free_port  # noqa: E402
+from tests.harness import MeshHarness, start_backend  # noqa: E402
 
 Call = Callable[[], Awaitable[object]]
-
-
-def _start(arguments: list[str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), *arguments]
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError("a benchmark server did not start")
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -82,10 +67,9 @@ async def _throughput(
 
 async def main(calls: int, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        backend_port, proxy_port = free_port(), free_port()
+        backend, backend_port = start_backend()
         backend_url = f"http://127.0.0.1:{backend_port}/mcp"
-        backend = _start(["backend", str(backend_port)], backend_port)
-        proxy = _start(["proxy", str(proxy_port), backend_url], proxy_port)
+        proxy, proxy_port = start_backend("proxy", backend_url)
         mesh = MeshHarness(Path(tmp))
         try:
             token = mesh.principal("bench")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -303,11 +304,9 @@ class Processes:
                 if time.perf_counter() > deadline:
                     raise RuntimeError(f"navigator {name} not ready in {START_TIMEOUT_S:.0f} s")
                 navigator.peak_rss = max(navigator.peak_rss, int(watched.memory_info().rss))
-                try:
+                with contextlib.suppress(httpx.HTTPError):
                     if (await http.get(navigator.url + "/readyz")).status_code == 200:
                         break
-                except httpx.HTTPError:
-                    pass
                 await asyncio.sleep(POLL_S)
         navigator.ready_s = time.perf_counter() - started
         cpu = watched.cpu_times()

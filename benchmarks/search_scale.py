@@ -463,16 +463,14 @@ def _definition(document: Any) -> dict[str, Any]:
 def measure_through_mcp(mesh: Mesh, args: argparse.Namespace) -> None:
     """``search`` through a real navigator process over MCP, against a trivial MCP tool call on a
     plain FastMCP server, alternating in one run (the issue's target: p50 within 2x)."""
-    import subprocess
     import tempfile
 
-    import httpx
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
     from mesh.digests import contract_digest
     from registry import CatalogStore, NewTool
-    from tests.harness import MeshHarness, free_port
+    from tests.harness import MeshHarness, start_backend
 
     with tempfile.TemporaryDirectory() as tmp:
         harness = MeshHarness(Path(tmp))
@@ -490,21 +488,11 @@ def measure_through_mcp(mesh: Mesh, args: argparse.Namespace) -> None:
         written = time.perf_counter() - started
         token = harness.principal("bench")
         harness.grant("bench", "*/*/*")
-        port = free_port()
-        backend = subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), "backend", str(port)]
-        )
+        backend, port = start_backend()
         try:
             started = time.perf_counter()
             harness.start_navigator()
             ready = time.perf_counter() - started
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.05)
 
             async def run() -> tuple[list[float], list[float]]:
                 plain = Client(StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp"))

@@ -250,3 +250,23 @@ def tool_result(result: Any) -> dict[str, Any]:
     structured = result.structured_content
     assert isinstance(structured, dict), result
     return structured
+
+
+def start_backend(*arguments: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A plain FastMCP server (``benchmarks/_backends.py``: ``backend``, or ``proxy URL``) on a
+    free port, answering before this returns."""
+    kind, *rest = arguments or ("backend",)
+    port = free_port()
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "_backends.py"
+    process = subprocess.Popen([sys.executable, str(script), kind, str(port), *rest])
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the backend server exited")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+            return process, port
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("the backend server did not start")

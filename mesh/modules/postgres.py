@@ -38,6 +38,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
+from mesh.modules.columns import Column
 
 __all__ = ["build_postgres_module"]
 
@@ -85,14 +86,6 @@ class TableList(BaseModel):
     database: str
     tables: list[TableEntry]
     truncated: bool = Field(description=f"True when more than {MAX_TABLES} tables matched.")
-
-
-class Column(BaseModel):
-    name: str
-    type: str
-    notnull: bool
-    default: str | None = Field(description="The default as an SQL expression, if any.")
-    pk: int = Field(description="1-based position in the primary key; 0 when not in it.")
 
 
 class Index(BaseModel):

@@ -35,6 +35,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mesh.errors import ModuleSpecError
+from mesh.modules.columns import Column
 
 __all__ = ["build_sqlite_module"]
 
@@ -94,14 +95,6 @@ class TableEntry(BaseModel):
 class TableList(BaseModel):
     database: str
     tables: list[TableEntry]
-
-
-class Column(BaseModel):
-    name: str
-    type: str
-    notnull: bool
-    default: str | None = Field(description="The default as an SQL expression, if any.")
-    pk: int = Field(description="1-based position in the primary key; 0 when not in it.")
 
 
 class Index(BaseModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from tests.harness import MeshHarness, free_port, mcp_client, tool_result
+from tests.harness import MeshHarness, mcp_client, start_backend, tool_result
 from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
@@ -25,17 +24,7 @@ ECHO_SERVER = ROOT / "tests" / "mesh" / "fixtures" / "echo_server.py"
 @pytest.fixture(scope="module")
 def http_mcp_server() -> Iterator[str]:
     """Any MCP server already running on HTTP (here: a FastMCP one with an `echo` tool)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "_backends.py"), "backend", str(port)]
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.05)
+    process, port = start_backend()
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(timeout=10)
