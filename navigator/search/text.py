@@ -55,6 +55,10 @@ _CAMEL_PART = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9
 _ASCII_SEPARATORS = bytes(
     byte if chr(byte).isascii() and chr(byte).isalnum() else ord(" ") for byte in range(256)
 )
+# The same, keeping hyphens: what is left are words and hyphenated runs of words.
+_ASCII_HYPHEN_RUNS = bytes(
+    byte if byte == ord("-") else _ASCII_SEPARATORS[byte] for byte in range(256)
+)
 _MIN_TERM_LENGTH = 2
 # How much of a tool's text is read: the document keeps all of it, the index reads this much.
 _MAX_PROSE_CHARS = 8192
@@ -62,6 +66,9 @@ _MAX_PARAMETERS = 64
 _MAX_PARAMETER_CHARS = 1024
 # Stems are cached; the cache is dropped whole when it grows past this many words.
 _STEM_CACHE_LIMIT = 200_000
+# Identifiers and parameter descriptions repeat across tools (the role on every tool of an
+# assignment, ``limit`` and ``cursor`` everywhere): their terms are cached whole, up to this many.
+_TEXT_CACHE_LIMIT = 50_000
 
 
 def _normalize(text: str) -> str:
@@ -81,6 +88,26 @@ def _camel_parts(word: str) -> list[str]:
 def _ascii_words(text: str) -> list[str]:
     """``_WORD.findall`` of ASCII text with apostrophes read as spaces, but faster."""
     return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+
+
+def _ascii_compounds(text: str) -> list[str]:
+    """``_HYPHENATED.findall`` of ASCII text, without trying a match at every letter: each run
+    of two or more words joined by single hyphens."""
+    compounds: list[str] = []
+    for token in text.encode("ascii").translate(_ASCII_HYPHEN_RUNS).decode("ascii").split():
+        if "-" not in token:
+            continue
+        run: list[str] = []
+        for part in token.split("-"):
+            if part:
+                run.append(part)
+                continue
+            if len(run) > 1:
+                compounds.append("-".join(run))
+            run = []
+        if len(run) > 1:
+            compounds.append("-".join(run))
+    return compounds
 
 
 def split_identifier(identifier: str) -> list[str]:
@@ -114,6 +141,16 @@ def _prose_words(text: str) -> list[tuple[str, bool]]:
     return words
 
 
+def _remember(
+    cache: dict[str, tuple[str, ...]], text: str, terms: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Cache a whole text's terms, dropping the cache first when it is full."""
+    if len(cache) >= _TEXT_CACHE_LIMIT:
+        cache.clear()
+    cache[text] = terms
+    return terms
+
+
 @dataclass(frozen=True, slots=True)
 class QueryWord:
     """One word of a query: its case-folded surface form, its stem, and whether a misspelling of
@@ -129,10 +166,19 @@ class TextAnalyzer:
 
     A catalogue's vocabulary is small next to the number of words it holds, so what a raw word of
     prose, a hyphenated compound or a word of an identifier becomes — case-folded, split, filtered
-    and stemmed — is cached by its raw text, and each occurrence costs one look-up.
+    and stemmed — is cached by its raw text, and each occurrence costs one look-up. Identifiers
+    and parameter descriptions, which repeat whole from tool to tool, are cached whole.
     """
 
-    __slots__ = ("_cache", "_compounds", "_identifier_words", "_stemmer", "_words")
+    __slots__ = (
+        "_cache",
+        "_compounds",
+        "_identifier_words",
+        "_identifiers",
+        "_parameter_texts",
+        "_stemmer",
+        "_words",
+    )
 
     def __init__(self) -> None:
         self._stemmer = Stemmer.Stemmer("english")
@@ -143,6 +189,9 @@ class TextAnalyzer:
         self._compounds: dict[str, tuple[str, ...]] = {}
         # raw word of an identifier -> the stems of its (camelCase) parts
         self._identifier_words: dict[str, tuple[str, ...]] = {}
+        # whole identifier -> its terms; whole parameter description -> its terms
+        self._identifiers: dict[str, tuple[str, ...]] = {}
+        self._parameter_texts: dict[str, tuple[str, ...]] = {}
 
     def stem(self, word: str) -> str:
         """The Snowball stem of one case-folded word."""
@@ -168,24 +217,35 @@ class TextAnalyzer:
     def prose_terms(self, text: str) -> list[str]:
         """The terms of prose: ``prose_surfaces`` stemmed, in the same order."""
         if text.isascii() and "'" not in text:
-            normalized = text  # NFKC leaves ASCII as it is
-            raws = _ascii_words(text)
+            raws = _ascii_words(text)  # NFKC leaves ASCII as it is
+            compounds = _ascii_compounds(text) if "-" in text else []
         else:
             normalized = _normalize(text)
             raws = _WORD.findall(normalized)
+            compounds = _HYPHENATED.findall(normalized) if "-" in normalized else []
         terms = self._cached(self._words, raws, self._analyse_word)
-        if "-" in normalized:
-            compounds = _HYPHENATED.findall(normalized)
+        if compounds:
             terms += self._cached(self._compounds, compounds, self._analyse_compound)
         return terms
 
     def identifier_terms(self, identifier: str) -> list[str]:
         """The terms of an identifier: ``identifier_surfaces`` stemmed, in the same order."""
-        if identifier.isascii():
-            raws = _ascii_words(identifier)
-        else:
-            raws = _WORD.findall(_normalize(identifier).replace("'", " "))
-        return self._cached(self._identifier_words, raws, self._analyse_identifier_word)
+        terms = self._identifiers.get(identifier)
+        if terms is None:
+            if identifier.isascii():
+                raws = _ascii_words(identifier)
+            else:
+                raws = _WORD.findall(_normalize(identifier).replace("'", " "))
+            words = self._cached(self._identifier_words, raws, self._analyse_identifier_word)
+            terms = _remember(self._identifiers, identifier, tuple(words))
+        return list(terms)
+
+    def _parameter_prose_terms(self, text: str) -> tuple[str, ...]:
+        """``prose_terms`` of a parameter's description, cached whole."""
+        terms = self._parameter_texts.get(text)
+        if terms is None:
+            terms = _remember(self._parameter_texts, text, tuple(self.prose_terms(text)))
+        return terms
 
     def _cached(
         self,
@@ -230,7 +290,7 @@ class TextAnalyzer:
         parameter_terms: list[str] = []
         for parameter, described in parameters[:_MAX_PARAMETERS]:
             parameter_terms += self.identifier_terms(parameter)
-            parameter_terms += self.prose_terms(described[:_MAX_PARAMETER_CHARS])
+            parameter_terms += self._parameter_prose_terms(described[:_MAX_PARAMETER_CHARS])
         return (
             self.identifier_terms(name),
             self.prose_terms(title[:_MAX_PROSE_CHARS]),

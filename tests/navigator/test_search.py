@@ -115,6 +115,22 @@ def test_stemming_meets_plural_and_verb_forms() -> None:
     assert addresses(index, "describing tables columns") == ["h/r/t"]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ9-_ '.,é", max_size=40))
+def test_the_analyzers_fast_paths_give_what_the_plain_reading_gives(text: str) -> None:
+    """Prose and identifiers read through the ASCII shortcuts and the whole-text caches give
+    exactly the words (surfaces, stemmed) the plain reading gives, twice in a row."""
+    analyzer = TextAnalyzer()
+    stem = analyzer.stem
+    for _ in range(2):
+        assert analyzer.prose_terms(text) == [stem(w) for w in analyzer.prose_surfaces(text)]
+        assert analyzer.identifier_terms(text) == [
+            stem(w) for w in analyzer.identifier_surfaces(text)
+        ]
+        fields = analyzer.tool_terms(text, "", "", ((text, text),), text)
+        assert fields[3] == analyzer.identifier_terms(text) + analyzer.prose_terms(text)
+
+
 def test_camel_case_words_in_prose_are_matched_whole_and_in_parts() -> None:
     index = index_of(doc("h/r/t", "Opens an issue on GitHub."))
     assert addresses(index, "github") == ["h/r/t"]
