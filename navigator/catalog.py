@@ -12,8 +12,8 @@ import gc
 import itertools
 import json
 import weakref
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,13 +21,16 @@ import anyio.to_thread
 
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
-from navigator.search import SearchIndex, document_from_tool
+from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
 #: Log entries read at once when catching up; further behind than this, reload everything.
 CATCH_UP_PAGE = 1000
+#: Documents indexed at once while the whole catalogue loads: large enough that each batch's
+#: postings are counted in one numpy pass, small enough that its terms are never all held at once.
+INDEX_BATCH = 8192
 
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
@@ -145,17 +148,97 @@ class _Machine:
         return ANSWERING if now - self.heartbeat_at <= limit else NOT_ANSWERING
 
 
+class _Contracts:
+    """The contract for each row's digest — one object per digest, shared by every holder and
+    kept (weakly) as long as a tool holds it — and, for one pass over rows, each digest's search
+    document, so that a contract's JSON is decoded once per pass however many hold it."""
+
+    __slots__ = ("_documents", "_shared")
+
+    def __init__(self, shared: weakref.WeakValueDictionary[str, Contract]) -> None:
+        self._shared = shared
+        self._documents: dict[str, ToolDocument] = {}
+
+    def get(self, row: CatalogRow, holder: str, role: str) -> tuple[Contract, ToolDocument]:
+        digest = str(row.contract_digest)
+        contract = self._shared.get(digest)
+        document = self._documents.get(digest)
+        if document is None or contract is None:
+            raw = str(row.definition)
+            definition = json.loads(raw)
+            if contract is None:
+                contract = Contract.from_definition(digest, definition, raw)
+                self._shared[digest] = contract
+            document = document_from_tool(holder, role, definition, digest)
+            self._documents[digest] = document
+            return contract, document
+        # Another holder of a contract seen in this pass: its text, at this holder's address.
+        address = f"{holder}/{role}/{document.name}"
+        return contract, replace(document, address=address, holder=holder, role=role)
+
+
 @dataclass(slots=True)
 class _State:
+    """One view of the catalogue: machines, assignments and live tools, and the index over them."""
+
     machines: dict[str, _Machine] = field(default_factory=dict)
     assignments: dict[tuple[str, str], CatalogAssignment] = field(default_factory=dict)
     tools: dict[str, CatalogTool] = field(default_factory=dict)
+    index: SearchIndex = field(default_factory=SearchIndex)
+
+    def put_machine(self, record: MachineRecord) -> None:
+        previous = self.machines.get(record.name)
+        machine = _Machine(record, record.last_heartbeat_at)
+        machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
+        self.machines[record.name] = machine
+
+    def put_assignment(
+        self, assignment: CatalogAssignment, rows: list[CatalogRow], contracts: _Contracts
+    ) -> list[ToolDocument]:
+        """Place an assignment and its live tools; return their documents for the caller to
+        index (a whole load indexes many assignments' documents at once)."""
+        key = (assignment.machine, assignment.role)
+        self.drop_assignment(key)
+        self.assignments[key] = assignment
+        if assignment.retired:
+            return []
+        holder, role = assignment.holder, assignment.address_role
+        documents = []
+        for row in rows:
+            contract, document = contracts.get(row, holder, role)
+            name = str(row.tool)
+            address = document.address if document.name == name else f"{holder}/{role}/{name}"
+            self.tools[address] = CatalogTool(
+                address=address,
+                holder=holder,
+                role=role,
+                name=name,
+                machine=assignment.machine,
+                endpoint_role=assignment.role,
+                endpoint=assignment.endpoint,
+                contract=contract,
+                confirmation=str(row.confirmation),
+            )
+            documents.append(document)
+        return documents
+
+    def drop_assignment(self, key: tuple[str, str]) -> None:
+        old = self.assignments.pop(key, None)
+        if old is None:
+            return
+        gone = []
+        for name in old.tools:
+            address = f"{old.holder}/{old.address_role}/{name}"
+            current = self.tools.get(address)
+            if current is not None and (current.machine, current.endpoint_role) == key:
+                del self.tools[address]
+                gone.append(address)
+        self.index.remove(gone)
 
 
 class Catalog:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self.index = SearchIndex()
         self._state = _State()
         self._listeners: set[asyncio.Queue[CatalogEvent]] = set()
         #: The registry's catalogue revision this view reflects (cursors bind it).
@@ -166,6 +249,11 @@ class Catalog:
         self._contracts: weakref.WeakValueDictionary[str, Contract] = weakref.WeakValueDictionary()
 
     # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def index(self) -> SearchIndex:
+        """The search index over the live tools of the current view."""
+        return self._state.index
 
     def tool(self, address: str) -> CatalogTool:
         tool = self._state.tools.get(address)
@@ -196,36 +284,38 @@ class Catalog:
     # --- loading ---------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Read the whole catalogue and (re)build the view."""
-
-        def read() -> tuple[int, list[MachineRecord], list[CatalogRow], dict[str, bytes]]:
-            with self.registry.transaction() as session:
-                store = CatalogStore(session)
-                return (
-                    store.last_change(),
-                    store.machines(),
-                    store.catalog_rows(),
-                    store.node_keys(),
-                )
-
-        revision, machines, rows, keys = await anyio.to_thread.run_sync(read)
+        """Read the whole catalogue into a new view, built off the event loop while the rows
+        stream in, then switch to it: until then the previous view answers."""
+        revision, keys, state = await anyio.to_thread.run_sync(self._read_whole)
         self.node_keys = keys
-        self._state = _State()
-        self.index = SearchIndex()
-        for machine in machines:
-            self._put_machine(machine)
-        decoded: dict[str, dict[str, Any]] = {}
-        # Building creates millions of small objects and frees none: collecting meanwhile only
+        self._state = state
+        self.revision = revision
+
+    def _read_whole(self) -> tuple[int, dict[str, bytes], _State]:
+        state = _State()
+        contracts = _Contracts(self._contracts)
+        # Building creates millions of small objects and frees few: collecting meanwhile only
         # walks them again and again.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            for assignment, tools in _assignments(rows):
-                self._put_assignment(assignment, tools, decoded)
+            with self.registry.transaction() as session:
+                store = CatalogStore(session)
+                revision = store.last_change()
+                keys = store.node_keys()
+                for machine in store.machines():
+                    state.put_machine(machine)
+                documents: list[ToolDocument] = []
+                for assignment, rows in _assignments(store.stream_catalog_rows()):
+                    documents += state.put_assignment(assignment, rows, contracts)
+                    if len(documents) >= INDEX_BATCH:
+                        state.index.upsert(documents)
+                        documents = []
+                state.index.upsert(documents)
         finally:
             if collecting:
                 gc.enable()
-        self.revision = revision
+        return revision, keys, state
 
     async def catch_up(self) -> int:
         """Apply every change logged since this view was made, machine by machine.
@@ -264,15 +354,16 @@ class Catalog:
         machine, rows, key = await anyio.to_thread.run_sync(read)
         if key is not None:
             self.node_keys[name] = key
+        state = self._state
         if machine is not None:
-            self._put_machine(machine)
-        stale = {key for key in self._state.assignments if key[0] == name}
-        decoded: dict[str, dict[str, Any]] = {}
+            state.put_machine(machine)
+        stale = {key for key in state.assignments if key[0] == name}
+        contracts = _Contracts(self._contracts)
         for assignment, tools in _assignments(rows):
             stale.discard((assignment.machine, assignment.role))
-            self._put_assignment(assignment, tools, decoded)
+            state.index.upsert(state.put_assignment(assignment, tools, contracts))
         for gone in stale:
-            self._drop_assignment(gone)
+            state.drop_assignment(gone)
         self._emit(CatalogEvent("machine", name))
 
     async def refresh_heartbeats(self) -> list[str]:
@@ -287,7 +378,7 @@ class Catalog:
         for record in records:
             state = self._state.machines.get(record.name)
             if state is None:
-                self._put_machine(record)
+                self._state.put_machine(record)
             else:
                 state.record = record
                 state.heartbeat_at = record.last_heartbeat_at
@@ -311,73 +402,6 @@ class Catalog:
                 self._emit(CatalogEvent("status", name))
         return changed
 
-    def _put_machine(self, record: MachineRecord) -> None:
-        previous = self._state.machines.get(record.name)
-        machine = _Machine(record, record.last_heartbeat_at)
-        machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
-        self._state.machines[record.name] = machine
-
-    def _contract(
-        self, row: CatalogRow, decoded: dict[str, dict[str, Any]]
-    ) -> tuple[Contract, dict[str, Any]]:
-        """The shared contract for a row's digest, and its definition decoded once per pass."""
-        digest, raw = str(row.contract_digest), str(row.definition)
-        contract = self._contracts.get(digest)
-        definition = decoded.get(digest)
-        if definition is None:
-            definition = json.loads(raw)
-            if contract is not None:
-                # A contract seen before is held by many (a module on many machines): keep its
-                # decoded form for the rest of the pass. Unique ones are dropped once indexed.
-                decoded[digest] = definition
-        if contract is None:
-            contract = Contract.from_definition(digest, definition, raw)
-            self._contracts[digest] = contract
-        return contract, definition
-
-    def _put_assignment(
-        self,
-        assignment: CatalogAssignment,
-        rows: list[CatalogRow],
-        decoded: dict[str, dict[str, Any]],
-    ) -> None:
-        key = (assignment.machine, assignment.role)
-        self._drop_assignment(key)
-        self._state.assignments[key] = assignment
-        if assignment.retired:
-            return
-        holder, role = assignment.holder, assignment.address_role
-        documents = []
-        for row in rows:
-            contract, definition = self._contract(row, decoded)
-            tool = CatalogTool(
-                address=f"{holder}/{role}/{row.tool}",
-                holder=holder,
-                role=role,
-                name=str(row.tool),
-                machine=assignment.machine,
-                endpoint_role=assignment.role,
-                endpoint=assignment.endpoint,
-                contract=contract,
-                confirmation=str(row.confirmation),
-            )
-            self._state.tools[tool.address] = tool
-            documents.append(document_from_tool(holder, role, definition, contract.digest))
-        self.index.upsert(documents)
-
-    def _drop_assignment(self, key: tuple[str, str]) -> None:
-        old = self._state.assignments.pop(key, None)
-        if old is None:
-            return
-        gone = []
-        for name in old.tools:
-            address = f"{old.holder}/{old.address_role}/{name}"
-            current = self._state.tools.get(address)
-            if current is not None and (current.machine, current.endpoint_role) == key:
-                del self._state.tools[address]
-                gone.append(address)
-        self.index.remove(gone)
-
     # --- live views ------------------------------------------------------------------------
 
     def subscribe(self) -> asyncio.Queue[CatalogEvent]:
@@ -395,7 +419,9 @@ class Catalog:
             queue.put_nowait(event)
 
 
-def _assignments(rows: list[CatalogRow]) -> Iterator[tuple[CatalogAssignment, list[CatalogRow]]]:
+def _assignments(
+    rows: Iterable[CatalogRow],
+) -> Iterator[tuple[CatalogAssignment, list[CatalogRow]]]:
     """Flat rows (ordered by machine, role, tool) grouped back into assignments."""
     for _, grouped in itertools.groupby(rows, key=lambda row: (row.machine, row.role)):
         group = list(grouped)

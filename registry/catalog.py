@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Text, cast, delete, func, select, text, update
+from sqlalchemy import Select, Text, cast, delete, func, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from registry.errors import Conflict, NotFound
@@ -36,6 +36,8 @@ __all__ = [
 NODE_KEY_BYTES = 32
 #: The PostgreSQL channel on which catalogue changes are announced.
 NOTIFY_CHANNEL = "meshnav_catalog"
+#: Rows of the catalogue read at a time when it is streamed.
+CATALOG_ROWS_BATCH = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,36 +382,23 @@ class CatalogStore:
     # --- reading the whole catalogue -------------------------------------------------------
 
     def catalog_rows(self, machine: str | None = None) -> list[CatalogRow]:
-        """Every assignment and its tools as flat rows, in one Core query: the navigator's load.
+        """Every assignment (of one machine, when named) and its tools as flat rows, ordered by
+        machine, role and tool, in one Core query.
 
         No ORM entities and no JSON decoding here: at 100,000 tools that is most of the cost.
         """
-        query = (
-            select(
-                Machine.name,
-                Assignment.role,
-                Assignment.module,
-                Assignment.kind,
-                Assignment.endpoint,
-                Assignment.scopes,
-                Assignment.retired_at.is_not(None),
-                Seat.name,
-                Tool.name,
-                cast(Tool.definition, Text),
-                Tool.contract_digest,
-                Tool.confirmation,
-            )
-            .select_from(Assignment)
-            .join(Machine, Assignment.machine_id == Machine.id)
-            .outerjoin(Tool, Tool.assignment_id == Assignment.id)
-            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
-            .order_by(Machine.name, Assignment.role, Tool.name)
-        )
-        if machine is not None:
-            query = query.where(Machine.name == machine)
         self.session.flush()
-        result = self.session.connection().execute(query)
+        result = self.session.connection().execute(_catalog_query(machine))
         return [CatalogRow._make(row) for row in result]
+
+    def stream_catalog_rows(self, *, batch: int = CATALOG_ROWS_BATCH) -> Iterator[CatalogRow]:
+        """The whole catalogue as ``catalog_rows`` gives it, read ``batch`` rows at a time (a
+        server-side cursor on PostgreSQL) while the caller's transaction lasts: the navigator's
+        load, which builds as it reads instead of holding every row at once."""
+        self.session.flush()
+        connection = self.session.connection().execution_options(yield_per=batch)
+        for rows in connection.execute(_catalog_query(None)).partitions():
+            yield from map(CatalogRow._make, rows)
 
     def assignment(self, machine: str, role: str) -> AssignmentRecord:
         return self._record(self._assignment(machine, role))
@@ -438,6 +427,32 @@ class CatalogStore:
             select(Seat.name).where(Seat.assignment_id == assignment.id)
         ).scalar_one_or_none()
         return _assignment_record(assignment, seat)
+
+
+def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
+    """Assignments (of one machine, when named) joined with their tools and seat, flat."""
+    query = (
+        select(
+            Machine.name,
+            Assignment.role,
+            Assignment.module,
+            Assignment.kind,
+            Assignment.endpoint,
+            Assignment.scopes,
+            Assignment.retired_at.is_not(None),
+            Seat.name,
+            Tool.name,
+            cast(Tool.definition, Text),
+            Tool.contract_digest,
+            Tool.confirmation,
+        )
+        .select_from(Assignment)
+        .join(Machine, Assignment.machine_id == Machine.id)
+        .outerjoin(Tool, Tool.assignment_id == Assignment.id)
+        .outerjoin(Seat, Seat.assignment_id == Assignment.id)
+        .order_by(Machine.name, Assignment.role, Tool.name)
+    )
+    return query if machine is None else query.where(Machine.name == machine)
 
 
 def _assignment_record(assignment: Assignment, seat: str | None) -> AssignmentRecord:
