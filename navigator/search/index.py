@@ -28,6 +28,7 @@ from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex
 from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
 from navigator.search.text import TextAnalyzer, split_identifier
+from navigator.search.thesaurus import related_words
 from navigator.search.vocabulary import Vocabulary
 
 __all__ = ["SearchIndex"]
@@ -239,9 +240,10 @@ class SearchIndex:
     ) -> list[Hit]:
         plan = plan_query(
             self._analyzer.query_words(query),
-            known_term=self._postings.__contains__,
+            document_frequency=self._postings.document_frequency,
             holder_words=self._holders_by_word,
             correct=self._vocabulary.correct,
+            related=related_words,
             settings=self._settings,
         )
         if plan.empty:

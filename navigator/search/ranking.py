@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from navigator.search.text import QueryWord
+from navigator.search.thesaurus import Related
 from navigator.search.vocabulary import Correction
 
 __all__ = ["FIELDS", "FIELD_COUNT", "QueryPlan", "RankingSettings", "bm25_idf", "plan_query"]
@@ -42,6 +43,10 @@ class RankingSettings:
     holder_weight: float = 0.5
     # A corrected query word counts this much of a word as written, by edit distance (1, 2).
     corrected_weights: tuple[float, ...] = (0.5, 0.3)
+    # A word related to a query word (``thesaurus``) counts this much: near, far; and the related
+    # words of a query touch at most this many postings in all.
+    related_weights: tuple[float, float] = (0.25, 0.125)
+    related_postings: int = 8_192
 
     def __post_init__(self) -> None:
         if len(self.field_weights) != FIELD_COUNT:
@@ -80,9 +85,10 @@ def _accumulate(weights: dict[str, float], key: str, weight: float) -> None:
 def plan_query(
     words: Iterable[QueryWord],
     *,
-    known_term: Callable[[str], bool],
+    document_frequency: Callable[[str], int],
     holder_words: Mapping[str, object],
     correct: Callable[[str, str], tuple[Correction, ...]],
+    related: Callable[[str], Related],
     settings: RankingSettings,
 ) -> QueryPlan:
     """Turn a query's words into weighted index terms and holder words.
@@ -90,15 +96,43 @@ def plan_query(
     A word whose stem the index holds is a term with weight one per occurrence. A word naming a
     holder (or a part of a holder's name) weighs on that holder and is never corrected. Any other
     word written as such is corrected against the vocabulary, at a reduced weight.
+
+    Last, the words related to the query's words (``related``) that the index holds and the query
+    does not name join at a small weight: the largest any of the query's words gives them, never a
+    sum, so that a long query does not drown its own words in related ones. They join rarest first
+    — a rare word says the most and costs the least to score — while they touch no more than
+    ``related_postings`` postings in all, so that related words add a bounded amount of work to
+    any query on any catalogue.
     """
+    words = list(words)
     terms: dict[str, float] = {}
     holders: dict[str, float] = {}
     for word in words:
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
-        if known_term(word.stem):
+        if document_frequency(word.stem):
             _accumulate(terms, word.stem, 1.0)
         elif word.correctable and word.surface not in holder_words:
             for term, distance in correct(word.surface, word.stem):
                 _accumulate(terms, term, settings.corrected_weights[distance - 1])
+    near_weight, far_weight = settings.related_weights
+    candidates: dict[str, float] = {}
+    for word in words:
+        if word.surface in holder_words:
+            continue
+        near, far = related(word.surface)
+        for stems, weight in ((near, near_weight), (far, far_weight)):
+            for stem in stems:
+                if stem not in terms and candidates.get(stem, 0.0) < weight:
+                    candidates[stem] = weight
+    frequencies = {stem: document_frequency(stem) for stem in candidates}
+    rarest_first = sorted(
+        (s for s in candidates if frequencies[s]), key=lambda s: (frequencies[s], s)
+    )
+    budget = settings.related_postings
+    for stem in rarest_first:
+        if frequencies[stem] > budget:
+            break
+        budget -= frequencies[stem]
+        terms[stem] = candidates[stem]
     return QueryPlan(tuple(terms.items()), tuple(holders.items()))

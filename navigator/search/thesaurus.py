@@ -1,0 +1,125 @@
+"""Words related to a query word, from WordNet: how "apartments" reaches a tool about houses.
+
+A tool's text says what it does in its own words; an agent asks in its own. The table
+``data/related-words.tsv.gz`` (built by ``scripts/build_thesaurus.py`` from Princeton WordNet 3.0,
+licence in ``data/WORDNET-LICENSE``) gives each English word the stems of its synonyms and
+hypernyms (*near*: "documentary" gives film, movie, picture) and of its hypernyms' hypernyms
+(*far*: product). It is a fixed lexical resource — no model, nothing learnt from a catalogue or a
+benchmark — so the same query always gives the same related words (ADR 0014).
+
+A word not in the table is reduced to its lemma by WordNet's own detachment rules ("apartments"
+to "apartment", "renting" to "rent"); irregular forms ("mice") are in the table already. The table
+is read on first use, kept as one bytes object, and searched by bisection over its sorted lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from array import array
+from functools import lru_cache
+from importlib import resources
+
+__all__ = ["Related", "related_words"]
+
+# (near stems, far stems)
+Related = tuple[tuple[str, ...], tuple[str, ...]]
+_NOTHING: Related = ((), ())
+
+_TABLE = "related-words.tsv.gz"
+_MAX_WORD_LENGTH = 40
+# WordNet's detachment rules (morphy), for nouns, verbs and adjectives in turn.
+_DETACHMENTS: tuple[tuple[str, str], ...] = (
+    ("s", ""),
+    ("ses", "s"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("men", "man"),
+    ("ies", "y"),
+    ("es", "e"),
+    ("es", ""),
+    ("ed", "e"),
+    ("ed", ""),
+    ("ing", "e"),
+    ("ing", ""),
+    ("er", ""),
+    ("est", ""),
+    ("er", "e"),
+    ("est", "e"),
+)
+
+
+class _Table:
+    """The sorted lines of the table, and where each starts."""
+
+    __slots__ = ("_data", "_starts")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        starts = array("I", [0])
+        at = data.find(b"\n")
+        while at != -1 and at + 1 < len(data):
+            starts.append(at + 1)
+            at = data.find(b"\n", at + 1)
+        self._starts = starts
+
+    def line(self, word: str) -> bytes | None:
+        """The fields after ``word`` on its line, when the table has it."""
+        key = word.encode("ascii") + b"\t"
+        data, starts = self._data, self._starts
+        low, high = 0, len(starts)
+        while low < high:
+            middle = (low + high) // 2
+            start = starts[middle]
+            if data[start : start + len(key)] < key:
+                low = middle + 1
+            else:
+                high = middle
+        if low == len(starts):
+            return None
+        start = starts[low]
+        if data[start : start + len(key)] != key:
+            return None
+        end = data.find(b"\n", start)
+        return data[start + len(key) : end if end != -1 else len(data)]
+
+
+_table: _Table | None = None
+_table_lock = threading.Lock()
+
+
+def _load() -> _Table:
+    global _table  # noqa: PLW0603  # read once, shared by every index
+    with _table_lock:
+        if _table is None:
+            packed = resources.files("navigator.search").joinpath("data", _TABLE).read_bytes()
+            _table = _Table(gzip.decompress(packed))
+        return _table
+
+
+def _parse(fields: bytes) -> Related:
+    near, _, far = fields.decode("ascii").partition("\t")
+    return tuple(near.split()), tuple(far.split())
+
+
+@lru_cache(maxsize=8192)
+def related_words(word: str) -> Related:
+    """The stems related to a case-folded word: near (synonyms, hypernyms) and far."""
+    if not (word.isascii() and word.isalpha()) or len(word) > _MAX_WORD_LENGTH:
+        return _NOTHING
+    table = _load()
+    fields = table.line(word)
+    if fields is not None:
+        return _parse(fields)
+    near: dict[str, None] = {}
+    far: dict[str, None] = {}
+    for suffix, ending in _DETACHMENTS:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            lemma_fields = table.line(word[: -len(suffix)] + ending)
+            if lemma_fields is not None:
+                lemma_near, lemma_far = _parse(lemma_fields)
+                near.update(dict.fromkeys(lemma_near))
+                far.update(dict.fromkeys(lemma_far))
+    return tuple(near), tuple(stem for stem in far if stem not in near)

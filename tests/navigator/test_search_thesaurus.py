@@ -1,0 +1,72 @@
+"""Related words: WordNet's table, its use by the ranker, and the bound on what it may cost."""
+
+from __future__ import annotations
+
+import gzip
+from importlib import resources
+
+import pytest
+
+from navigator.search import RankingSettings, SearchIndex
+from navigator.search.thesaurus import related_words
+from tests.navigator.test_search import addresses, doc, index_of
+
+
+def test_a_word_gives_the_stems_of_its_synonyms_and_hypernyms() -> None:
+    near, far = related_words("documentary")
+    assert {"film", "movi"} <= set(near)
+    assert "documentari" not in near  # never the word's own stem
+    assert set(near).isdisjoint(far)
+
+
+@pytest.mark.parametrize(
+    ("form", "lemma"),
+    [("apartments", "apartment"), ("houses", "house"), ("boxes", "box"), ("mice", "mouse")],
+)
+def test_inflected_and_irregular_forms_reach_their_lemma(form: str, lemma: str) -> None:
+    assert related_words(lemma)[0]
+    assert set(related_words(form)[0]) >= set(related_words(lemma)[0])
+
+
+@pytest.mark.parametrize("word", ["", "zzqx", "données", "a" * 500, "x1y2", "the"])
+def test_unknown_odd_or_foreign_words_have_no_related_words(word: str) -> None:
+    assert related_words(word) == ((), ())
+
+
+def test_the_table_is_sorted_so_bisection_finds_every_word() -> None:
+    packed = resources.files("navigator.search").joinpath("data", "related-words.tsv.gz")
+    lines = gzip.decompress(packed.read_bytes()).decode("ascii").splitlines()
+    words = [line.split("\t", 1)[0] for line in lines]
+    assert words == sorted(words)
+    assert len(set(words)) == len(words)
+    for word in words[:: max(1, len(words) // 500)]:
+        assert related_words(word) != ((), ())
+
+
+def test_a_query_reaches_a_tool_through_a_related_word_only() -> None:
+    index = index_of(
+        doc("m/homes/renting", "Information about house renting"),
+        doc("m/weather/forecast", "The weather forecast for a city"),
+    )
+    assert addresses(index, "cheap apartments") == ["m/homes/renting"]
+
+
+def test_a_tool_using_the_query_word_outranks_one_reached_through_a_related_word() -> None:
+    index = index_of(
+        doc("m/films/watch", "Where to watch a film tonight"),
+        doc("m/docs/find", "Find a documentary about nature"),
+    )
+    assert addresses(index, "documentary") == ["m/docs/find", "m/films/watch"]
+
+
+def test_related_words_stay_within_their_postings_budget() -> None:
+    documents = [doc(f"m/films/t{i:03d}", "Watch a film") for i in range(40)]
+    documents.append(doc("m/movies/one", "A movie night"))
+    settings = RankingSettings(related_postings=10)
+    index = SearchIndex(settings)
+    index.upsert(documents)
+    # "film" is on 40 tools, over the budget of 10 postings: only the rarer "movie" joins.
+    assert addresses(index, "documentary") == ["m/movies/one"]
+    unbounded = SearchIndex()
+    unbounded.upsert(documents)
+    assert len(addresses(unbounded, "documentary", limit=50)) == 41
