@@ -29,7 +29,7 @@ from navigator.errors import (
 from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, Registry, RegistryError
+from registry import Registry, RegistryError, read_token_holder
 
 __all__ = [
     "ADMIN_SCOPE",
@@ -77,13 +77,11 @@ class Authenticator:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
         if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
-        with self.registry.transaction() as session:
-            store = AccessStore(session)
-            principal = store.principal_by_token(hash_token(token))
-            if principal is None or not principal.is_active(datetime.now(UTC)):
-                raise Unauthenticated()
-            grants = store.snapshot(principal.name, limit=LIMITS.grant_rows)
-        return Caller(principal.name, frozenset(principal.scopes), grants)
+        with self.registry.reading() as connection:
+            holder = read_token_holder(connection, hash_token(token), limit=LIMITS.grant_rows)
+        if holder is None or not holder.is_active(datetime.now(UTC)):
+            raise Unauthenticated()
+        return Caller(holder.name, frozenset(holder.scopes), holder.grants)
 
     async def verify(self, token: str | None) -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from registry.access import AccessStore, GrantRecord, GrantSnapshot, PrincipalRecord
+from registry.access import (
+    AccessStore,
+    GrantRecord,
+    GrantSnapshot,
+    PrincipalRecord,
+    TokenHolder,
+    read_token_holder,
+)
 from registry.catalog import (
     AssignmentPlace,
     AssignmentRecord,
@@ -31,6 +38,8 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
+    "TokenHolder",
     "ToolRecord",
     "migrate",
+    "read_token_holder",
 ]

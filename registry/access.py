@@ -6,19 +6,26 @@ reader that sees the new revision sees the new rows too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, literal_column, or_, select
+from sqlalchemy import Connection, bindparam, delete, literal_column, or_, select
 from sqlalchemy.orm import Session
 
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
 from registry.models import Grant, Principal, Revision, utcnow
 
-__all__ = ["AccessStore", "GrantRecord", "GrantSnapshot", "PrincipalRecord"]
+__all__ = [
+    "AccessStore",
+    "GrantRecord",
+    "GrantSnapshot",
+    "PrincipalRecord",
+    "TokenHolder",
+    "read_token_holder",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,23 @@ class GrantSnapshot:
     rows: tuple[GrantRecord, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TokenHolder:
+    """The principal holding a token and the grant rows that may apply to it, read together.
+
+    ``grants`` is ``None`` when more rows apply than the reader's limit: the caller fails closed.
+    """
+
+    name: str
+    scopes: tuple[str, ...]
+    expires_at: datetime | None
+    revoked: bool
+    grants: GrantSnapshot | None
+
+    def is_active(self, now: datetime) -> bool:
+        return not self.revoked and (self.expires_at is None or self.expires_at > now)
+
+
 def _principal_record(row: Principal) -> PrincipalRecord:
     return PrincipalRecord(
         name=row.name,
@@ -93,8 +117,8 @@ def _grant_record(row: Grant) -> GrantRecord:
     )
 
 
-# The two reads on every request, built once: statement construction costs more than SQLite's
-# answer, and SQLAlchemy caches their compiled form.
+# Reads built once: statement construction costs more than SQLite's answer, and SQLAlchemy caches
+# their compiled form.
 _BY_TOKEN = select(
     Principal.name,
     Principal.scopes,
@@ -123,6 +147,74 @@ _SNAPSHOT = (
     .order_by(Grant.id)
     .limit(bindparam("limit"))
 )
+
+
+#: Every authenticated request's read: the token's principal, the grant revision and the rows naming
+#: that principal or ``*``, in one statement (so one snapshot on every backend, and one round of
+#: statement overhead instead of two). The principal's columns repeat on each grant row.
+_TOKEN_HOLDER = (
+    select(
+        Principal.name,
+        Principal.scopes,
+        Principal.expires_at,
+        Principal.revoked_at,
+        Revision.value,
+        Grant.id,
+        Grant.principal,
+        Grant.target,
+        Grant.scopes,
+        Grant.effect,
+        Grant.revision,
+    )
+    .select_from(Principal)
+    .outerjoin(Revision, Revision.name == "grants")
+    .outerjoin(
+        Grant,
+        or_(Grant.principal == Principal.name, Grant.principal == literal_column("'*'")),
+    )
+    .where(Principal.token_hash == bindparam("token_hash"))
+    .order_by(Grant.id)
+    .limit(bindparam("limit"))
+)
+
+
+def _grant_rows(rows: Sequence[Any], first: int) -> tuple[GrantRecord, ...]:
+    """Grant records from the columns starting at ``first`` of a left join (no grant: ``None``)."""
+    return tuple(
+        GrantRecord(
+            id=row[first],
+            principal=row[first + 1],
+            target=row[first + 2],
+            scopes=tuple(row[first + 3]),
+            effect=row[first + 4],
+            revision=row[first + 5],
+        )
+        for row in rows
+        if row[first] is not None
+    )
+
+
+def read_token_holder(connection: Connection, token_hash: str, *, limit: int) -> TokenHolder | None:
+    """Who holds a token (by its hash) and the grants that may apply to it, in one statement.
+
+    ``None`` when no principal holds the token; the holder's grants are ``None`` (fail closed) when
+    more than ``limit`` rows apply or the grant revision is missing. Runs on a bare connection
+    (``Registry.reading``): it writes nothing.
+    """
+    rows = connection.execute(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1}).all()
+    if not rows:
+        return None
+    first = rows[0]
+    grants = None
+    if len(rows) <= limit and first[4] is not None:
+        grants = GrantSnapshot(revision=int(first[4]), rows=_grant_rows(rows, 5))
+    return TokenHolder(
+        name=first[0],
+        scopes=tuple(first[1]),
+        expires_at=first[2],
+        revoked=first[3] is not None,
+        grants=grants,
+    )
 
 
 class AccessStore:
@@ -251,16 +343,9 @@ class AccessStore:
         )
         if len(rows) > limit:
             return None
-        records = tuple(
-            GrantRecord(
-                id=row[1],
-                principal=row[2],
-                target=row[3],
-                scopes=tuple(row[4]),
-                effect=row[5],
-                revision=row[6],
-            )
-            for row in rows
-            if row[1] is not None
-        )
-        return GrantSnapshot(revision=int(rows[0][0]), rows=records)
+        return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
+
+    def token_holder(self, token_hash: str, *, limit: int) -> TokenHolder | None:
+        """Who holds a token (by its hash) and the grants that may apply to it: one statement."""
+        self.session.flush()
+        return read_token_holder(self.session.connection(), token_hash, limit=limit)

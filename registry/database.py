@@ -10,7 +10,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -89,6 +89,16 @@ class Registry:
     def transaction(self) -> Iterator[Session]:
         with translate_errors(), self._sessions() as session, session.begin():
             yield session
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """One Core connection for a single-statement read: no ORM session, nothing to commit.
+
+        The read on every request (a token's principal and its grants) is one statement, so it
+        sees one snapshot on every backend without a transaction of its own.
+        """
+        with translate_errors(), self.engine.connect() as connection:
+            yield connection
 
     def ping(self) -> None:
         with translate_errors(), self.engine.connect() as connection:

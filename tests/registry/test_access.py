@@ -6,7 +6,15 @@ import threading
 
 import pytest
 
-from registry import AccessStore, CatalogStore, Conflict, NotFound, Registry, migrate
+from registry import (
+    AccessStore,
+    CatalogStore,
+    Conflict,
+    NotFound,
+    Registry,
+    migrate,
+    read_token_holder,
+)
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -98,6 +106,50 @@ def test_more_rows_than_the_limit_give_no_snapshot(registry: Registry) -> None:
     with registry.transaction() as session:
         assert AccessStore(session).snapshot("alice", limit=5) is None
         assert AccessStore(session).snapshot("alice", limit=6) is not None
+
+
+def test_a_token_holder_comes_with_its_grants_in_one_read(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("alice", scopes=["ops"], token_hash="a" * 64)
+        store.add_principal("carol", scopes=[], token_hash="c" * 64)
+        store.grant("alice", "db1/*/*", effect="allow")
+        store.grant("*", "*/node/*", effect="allow", scopes=["ops"])
+        store.grant("bob", "*/*/*", effect="allow")
+    with registry.reading() as connection:
+        alice = read_token_holder(connection, "a" * 64, limit=4096)
+        carol = read_token_holder(connection, "c" * 64, limit=4096)
+        unknown = read_token_holder(connection, "f" * 64, limit=4096)
+    with registry.transaction() as session:
+        expected = AccessStore(session).snapshot("alice", limit=4096)
+    assert alice is not None and alice.name == "alice" and alice.scopes == ("ops",)
+    assert alice.grants == expected
+    assert carol is not None and carol.grants is not None
+    assert [r.target for r in carol.grants.rows] == ["*/node/*"]
+    assert carol.grants.revision == expected.revision  # type: ignore[union-attr]
+    assert unknown is None
+
+
+def test_a_token_holder_with_too_many_rows_gets_no_grants(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("alice", scopes=[], token_hash="a" * 64)
+        for i in range(6):
+            store.grant("alice", f"m{i}/*/*", effect="allow")
+    with registry.reading() as connection:
+        over = read_token_holder(connection, "a" * 64, limit=5)
+        within = read_token_holder(connection, "a" * 64, limit=6)
+    assert over is not None and over.grants is None
+    assert within is not None and within.grants is not None and len(within.grants.rows) == 6
+
+
+def test_a_revoked_token_has_no_holder(registry: Registry) -> None:
+    with registry.transaction() as session:
+        AccessStore(session).add_principal("alice", scopes=[], token_hash="a" * 64)
+    with registry.transaction() as session:
+        AccessStore(session).revoke_principal("alice")
+    with registry.reading() as connection:
+        assert read_token_holder(connection, "a" * 64, limit=4096) is None
 
 
 def test_migrating_again_keeps_every_row(registry: Registry, database_url: str) -> None:
