@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import heapq
 import hmac
 import json
 import secrets
@@ -95,7 +96,9 @@ class CallTokenVerifier:
         self.machine = machine
         self._key = key
         self._clock = clock
-        self._seen: dict[str, float] = {}
+        #: Nonces of accepted tokens until they expire, and the same in expiry order for pruning.
+        self._seen: set[str] = set()
+        self._expiries: list[tuple[float, str]] = []
         self._lock = threading.Lock()
 
     def verify(
@@ -142,9 +145,13 @@ class CallTokenVerifier:
         return claims
 
     def _remember(self, nonce: str, expires: float, now: float) -> None:
+        """Refuse a nonce seen before; forget nonces whose tokens have expired, oldest first, so
+        each call costs O(log n) however many tokens are live."""
         with self._lock:
+            expiries = self._expiries
+            while expiries and expiries[0][0] <= now:
+                self._seen.discard(heapq.heappop(expiries)[1])
             if nonce in self._seen:
                 raise CallTokenRejected()
-            if len(self._seen) > 1024:
-                self._seen = {n: e for n, e in self._seen.items() if e > now}
-            self._seen[nonce] = expires
+            self._seen.add(nonce)
+            heapq.heappush(expiries, (expires, nonce))
