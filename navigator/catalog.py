@@ -11,6 +11,7 @@ import asyncio
 import gc
 import itertools
 import json
+import operator
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -423,10 +424,10 @@ def _assignments(
     rows: Iterable[CatalogRow],
 ) -> Iterator[tuple[CatalogAssignment, list[CatalogRow]]]:
     """Flat rows (ordered by machine, role, tool) grouped back into assignments."""
-    for _, grouped in itertools.groupby(rows, key=lambda row: (row.machine, row.role)):
+    for _, grouped in itertools.groupby(rows, key=operator.itemgetter(0, 1)):
         group = list(grouped)
         first = group[0]
-        tools = [row for row in group if row.tool is not None]
+        tools = group if first.tool is not None else []  # no tools: one row, joined to none
         yield (
             CatalogAssignment(
                 machine=first.machine,
@@ -437,7 +438,7 @@ def _assignments(
                 seat=first.seat,
                 scopes=tuple(first.scopes),
                 retired=bool(first.retired),
-                tools=tuple(str(row.tool) for row in tools),
+                tools=tuple([str(row.tool) for row in tools]),
             ),
             tools,
         )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, Text, cast, delete, func, select, text, update
+from sqlalchemy import Row, Select, Text, cast, delete, func, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from registry.errors import Conflict, NotFound
@@ -59,7 +60,7 @@ class CatalogRow(NamedTuple):
     module: str
     kind: str
     endpoint: str | None
-    scopes: list[str]
+    scopes: tuple[str, ...]
     retired: bool
     seat: str | None
     tool: str | None
@@ -388,8 +389,7 @@ class CatalogStore:
         No ORM entities and no JSON decoding here: at 100,000 tools that is most of the cost.
         """
         self.session.flush()
-        result = self.session.connection().execute(_catalog_query(machine))
-        return [CatalogRow._make(row) for row in result]
+        return list(_catalog_rows(self.session.connection().execute(_catalog_query(machine))))
 
     def stream_catalog_rows(self, *, batch: int = CATALOG_ROWS_BATCH) -> Iterator[CatalogRow]:
         """The whole catalogue as ``catalog_rows`` gives it, read ``batch`` rows at a time (a
@@ -397,8 +397,7 @@ class CatalogStore:
         load, which builds as it reads instead of holding every row at once."""
         self.session.flush()
         connection = self.session.connection().execution_options(yield_per=batch)
-        for rows in connection.execute(_catalog_query(None)).partitions():
-            yield from map(CatalogRow._make, rows)
+        yield from _catalog_rows(connection.execute(_catalog_query(None)))
 
     def assignment(self, machine: str, role: str) -> AssignmentRecord:
         return self._record(self._assignment(machine, role))
@@ -438,7 +437,7 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
             Assignment.module,
             Assignment.kind,
             Assignment.endpoint,
-            Assignment.scopes,
+            cast(Assignment.scopes, Text),
             Assignment.retired_at.is_not(None),
             Seat.name,
             Tool.name,
@@ -453,6 +452,18 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
         .order_by(Machine.name, Assignment.role, Tool.name)
     )
     return query if machine is None else query.where(Machine.name == machine)
+
+
+def _catalog_rows(rows: Iterable[Row[*tuple[Any, ...]]]) -> Iterator[CatalogRow]:
+    """``_catalog_query``'s rows as ``CatalogRow``s, each assignment's scopes decoded once per
+    distinct value (every tool's row repeats them)."""
+    decoded: dict[str, tuple[str, ...]] = {}
+    for row in rows:
+        text = row[5]
+        scopes = decoded.get(text)
+        if scopes is None:
+            scopes = decoded[text] = tuple(json.loads(text))
+        yield CatalogRow._make((*row[:5], scopes, *row[6:]))
 
 
 def _assignment_record(assignment: Assignment, seat: str | None) -> AssignmentRecord:

@@ -55,9 +55,12 @@ _CAMEL_PART = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9
 _ASCII_SEPARATORS = bytes(
     byte if chr(byte).isascii() and chr(byte).isalnum() else ord(" ") for byte in range(256)
 )
-# The same, keeping hyphens: what is left are words and hyphenated runs of words.
+# The same, keeping hyphens (apostrophes): what is left are words and runs of words they join.
 _ASCII_HYPHEN_RUNS = bytes(
     byte if byte == ord("-") else _ASCII_SEPARATORS[byte] for byte in range(256)
+)
+_ASCII_APOSTROPHE_RUNS = bytes(
+    byte if byte == ord("'") else _ASCII_SEPARATORS[byte] for byte in range(256)
 )
 _MIN_TERM_LENGTH = 2
 # How much of a tool's text is read: the document keeps all of it, the index reads this much.
@@ -90,24 +93,29 @@ def _ascii_words(text: str) -> list[str]:
     return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
 
 
-def _ascii_compounds(text: str) -> list[str]:
-    """``_HYPHENATED.findall`` of ASCII text, without trying a match at every letter: each run
-    of two or more words joined by single hyphens."""
-    compounds: list[str] = []
-    for token in text.encode("ascii").translate(_ASCII_HYPHEN_RUNS).decode("ascii").split():
-        if "-" not in token:
+def _ascii_runs(text: str, separators: bytes, joiner: str, shortest: int) -> list[str]:
+    """In ASCII text whose other separators ``separators`` turns into spaces, the runs of at
+    least ``shortest`` words joined by single ``joiner``s — what a regex matching such runs finds,
+    without trying a match at every letter."""
+    tokens = text.encode("ascii").translate(separators).decode("ascii").split()
+    if shortest > 1:  # only tokens holding a joiner can hold such a run
+        tokens = [token for token in tokens if joiner in token]
+    runs: list[str] = []
+    for token in tokens:
+        if joiner not in token:
+            runs.append(token)
             continue
         run: list[str] = []
-        for part in token.split("-"):
+        for part in token.split(joiner):
             if part:
                 run.append(part)
                 continue
-            if len(run) > 1:
-                compounds.append("-".join(run))
+            if len(run) >= shortest:
+                runs.append(joiner.join(run))
             run = []
-        if len(run) > 1:
-            compounds.append("-".join(run))
-    return compounds
+        if len(run) >= shortest:
+            runs.append(joiner.join(run))
+    return runs
 
 
 def split_identifier(identifier: str) -> list[str]:
@@ -216,9 +224,12 @@ class TextAnalyzer:
 
     def prose_terms(self, text: str) -> list[str]:
         """The terms of prose: ``prose_surfaces`` stemmed, in the same order."""
-        if text.isascii() and "'" not in text:
-            raws = _ascii_words(text)  # NFKC leaves ASCII as it is
-            compounds = _ascii_compounds(text) if "-" in text else []
+        if text.isascii():  # NFKC leaves ASCII as it is
+            if "'" in text:  # ``_WORD``: words joined by apostrophes are one
+                raws = _ascii_runs(text, _ASCII_APOSTROPHE_RUNS, "'", 1)
+            else:
+                raws = _ascii_words(text)
+            compounds = _ascii_runs(text, _ASCII_HYPHEN_RUNS, "-", 2) if "-" in text else []
         else:
             normalized = _normalize(text)
             raws = _WORD.findall(normalized)
