@@ -1,17 +1,22 @@
 """The navigator as one ASGI application: MCP at ``/mcp``, the API at ``/api/v1``, the console at
-``/``, health and metrics — all behind one authentication middleware."""
+``/``, health and metrics — all behind one authentication middleware.
+
+``/mcp`` itself, the path every agent's call takes, goes from the authentication middleware straight
+to the MCP app; only the other paths walk Starlette's route table (``NavigatorApp``)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from navigator.api import api_routes
 from navigator.auth import AuthenticationMiddleware
@@ -22,14 +27,33 @@ from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import RegistryError
 
-__all__ = ["build_app"]
+__all__ = ["NavigatorApp", "build_app"]
 
 logger = logging.getLogger("meshnav.navigator")
 
 PUBLIC_PATHS = ("/healthz", "/readyz", "/metrics")
+MCP_PATH = "/mcp"
 
 
-def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Starlette:
+class NavigatorApp(Starlette):
+    """Starlette, less its route table on the MCP path: a request to exactly ``/mcp`` is
+    authenticated and handed to the MCP app directly (which has its own error handling), instead
+    of passing the outer error and exception layers and matching every route before the mount
+    that would reach the same app."""
+
+    def __init__(self, *, mcp: ASGIApp, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            scope["app"] = self
+            await self.mcp(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
     services = Services.create(settings)
     mcp_app = build_mcp(services).http_app(
         path="/mcp",
@@ -59,7 +83,16 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Sta
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(METRICS.render(), media_type="text/plain; version=0.0.4")
 
-    app = Starlette(
+    def guard(inner: ASGIApp) -> AuthenticationMiddleware:
+        return AuthenticationMiddleware(
+            inner,  # type: ignore[arg-type]
+            authenticator=services.authenticator,
+            public=lambda path: path in PUBLIC_PATHS or is_console_path(path),
+            answers_in_band=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
+        )
+
+    app = NavigatorApp(
+        mcp=guard(mcp_app),  # type: ignore[arg-type]
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),
@@ -71,10 +104,5 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Sta
         lifespan=lifespan,
     )
     app.state.meshnav = services
-    app.add_middleware(
-        AuthenticationMiddleware,  # type: ignore[arg-type]
-        authenticator=services.authenticator,
-        public=lambda path: path in PUBLIC_PATHS or is_console_path(path),
-        answers_in_band=lambda path: path == "/mcp" or path.startswith("/mcp/"),
-    )
+    app.add_middleware(guard)  # type: ignore[arg-type]
     return app
