@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import anyio.to_thread
 import uvicorn
 
 from meshnav.errors import CommandError
-from navigator.errors import NavigatorError
 from navigator.settings import NavigatorSettings
-from registry import RegistryError, migrate
 
 __all__ = ["serve_navigator"]
 
 
 async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> None:
     settings = NavigatorSettings(**overrides)
+    # Importing the server and loading the catalogue make long-lived objects by the million and
+    # free next to none: the collector would only walk them again and again. ``running`` turns it
+    # back on once the catalogue is loaded (and frozen out of its walks).
+    gc.disable()
     if stdio:
         await _serve_stdio(settings)
         return
@@ -32,8 +35,10 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
 async def _serve_stdio(settings: NavigatorSettings) -> None:
     """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN, resolved now:
     a missing or bad token stops it before it serves."""
+    from navigator.errors import NavigatorError
     from navigator.server import build_mcp, running
     from navigator.services import Services
+    from registry import RegistryError, migrate
 
     token = settings.token.get_secret_value() if settings.token else None
     services = Services.create(settings)

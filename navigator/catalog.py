@@ -295,8 +295,9 @@ class Catalog:
     def _read_whole(self) -> tuple[int, dict[str, bytes], _State]:
         state = _State()
         contracts = _Contracts(self._contracts)
-        # Building creates millions of small objects and frees few: collecting meanwhile only
-        # walks them again and again.
+        # Building creates a million small objects and frees few: collecting meanwhile only walks
+        # them again and again. Once built they are frozen out of every later collection's walk:
+        # a view holds no reference cycles, so refcounting frees it when the next one replaces it.
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -313,6 +314,7 @@ class Catalog:
                         state.index.upsert(documents)
                         documents = []
                 state.index.upsert(documents)
+            gc.freeze()
         finally:
             if collecting:
                 gc.enable()

@@ -5,6 +5,7 @@ application (``navigator.app``) adds the admin API, the console, health and metr
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 
@@ -55,6 +56,7 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     if migrate_first:
         await anyio.to_thread.run_sync(migrate, services.settings.database_url)
     await services.catalog.load()
+    gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
