@@ -426,9 +426,9 @@ PROFILE_MODES = ("read", "load", "functions", "allocations")
 def profile_load(mode: str, url: str) -> dict[str, Any]:
     """In a fresh process, one look at the catalogue load (``Catalog.load``):
 
-    read         CatalogStore.assignments alone: seconds and RSS growth
+    read         CatalogStore.stream_catalog_rows alone (the load's read): seconds, RSS growth
     load         the whole Catalog.load: seconds and RSS growth
-    functions    Catalog.load under cProfile: the functions with the most own time
+    functions    the load's build (in its worker thread) under cProfile: most own time
     allocations  Catalog.load under tracemalloc: live memory by the file that allocated it
     """
     import cProfile
@@ -446,8 +446,8 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     started = time.perf_counter()
     if mode == "read":
         with registry.transaction() as session:
-            kept = CatalogStore(session).assignments()
-        figures["tools"] = sum(len(a.tools) for a in kept)
+            rows = CatalogStore(session).stream_catalog_rows()
+            figures["tools"] = sum(1 for row in rows if row.tool is not None)
     elif mode == "load":
         catalog = Catalog(registry)
         asyncio.run(catalog.load())
@@ -455,7 +455,7 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     elif mode == "functions":
         catalog = Catalog(registry)
         profiler = cProfile.Profile()
-        profiler.runcall(asyncio.run, catalog.load())
+        profiler.runcall(catalog._read_whole)  # what load() runs in a worker thread
         stats = pstats.Stats(profiler)
         rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])  # type: ignore[attr-defined]
         figures["functions"] = [
@@ -500,7 +500,7 @@ def print_load_profile(url: str) -> None:
     read = _profile_in_child("read", url)
     load = _profile_in_child("load", url)
     print(f"load (Catalog.load in a fresh process, {load['tools']:,} live tools)")
-    _row("CatalogStore.assignments (SQL, ORM, records)", f"{read['seconds']:.2f} s")
+    _row("CatalogStore.stream_catalog_rows (SQL, rows)", f"{read['seconds']:.2f} s")
     _row("  RSS growth", _mb(read["rss_growth"]))
     _row("whole Catalog.load", f"{load['seconds']:.2f} s")
     _row("  RSS growth", _mb(load["rss_growth"]))
