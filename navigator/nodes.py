@@ -4,7 +4,14 @@ A client is opened on first use and kept. It is dropped — and opened afresh on
 its node registers again or its connection fails; when the failure happened before the request
 left (the connection could not be opened), the call is sent once on a fresh client, since the node
 never saw it. A call the node may have seen is never sent twice. Nodes receive the navigator's call
-token in the request's ``_meta``; the caller's own headers never reach them.
+token in the request's ``_meta``; the caller's own headers never reach them, nor does anything else
+of the caller's request ``_meta``.
+
+The navigator relays a node's answer; it does not consume it. Like FastMCP's own proxy, it does not
+hold the answer to the node's declared output schema (the agent's client checks what it receives;
+a node's schema bug must not turn into a navigator error that hides the real answer), and it sends
+``tools/call`` on the held session directly rather than through ``Client.call_tool_mcp``, whose
+tracing spans, trace-context injection and second session-monitoring task cost ~0.4 ms a call.
 """
 
 from __future__ import annotations
@@ -12,15 +19,19 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Any, cast
 
 import anyio
 import httpx2
 from fastmcp import Client
-from fastmcp.client.progress import ProgressHandler
 from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.client.transports.base import TransportOptions, VersionAwareClientSession
+from mcp import ClientSession
 from mcp.shared._httpx_utils import McpHttpClientFactory
-from mcp_types import CallToolResult
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
 
 from mesh.calltokens import META_KEY
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
@@ -55,6 +66,59 @@ def _is_connect_failure(error: BaseException) -> bool:
     return False
 
 
+class _RelaySession(VersionAwareClientSession):
+    """A session that relays ``tools/call`` results without enforcing the node's output schema."""
+
+    async def validate_tool_result(self, name: str, result: CallToolResult) -> None:
+        return None
+
+
+class _RelayTransport(StreamableHttpTransport):
+    """Streamable HTTP whose sessions are ``_RelaySession``."""
+
+    def connect_session(  # type: ignore[override]  # the same keywords, passed on as they are
+        self, *, transport_options: TransportOptions | None = None, **kwargs: Any
+    ) -> AbstractAsyncContextManager[ClientSession]:
+        options = replace(transport_options or TransportOptions(), session_class=_RelaySession)
+        connect: Callable[..., AbstractAsyncContextManager[ClientSession]] = super().connect_session
+        return connect(transport_options=options, **kwargs)
+
+
+async def _call_tool(
+    client: Client[StreamableHttpTransport],
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    meta: dict[str, Any] | None,
+    progress: ProgressSink | None,
+) -> CallToolResult:
+    """One ``tools/call`` on the held session, as FastMCP's proxy sends it: watched by the session
+    monitor (a dead connection fails the call instead of leaving it waiting), and a node's request
+    for input (SEP-2322) driven through the client's own handlers as ``call_tool_mcp`` would."""
+    request_meta = cast(RequestParamsMeta | None, meta)
+
+    async def send(
+        input_responses: InputResponses | None, request_state: str | None
+    ) -> CallToolResult | InputRequiredResult:
+        return await client.session.call_tool(
+            name=tool,
+            arguments=arguments,
+            progress_callback=cast(ProgressFnT | None, progress),
+            meta=request_meta,
+            input_responses=input_responses,
+            request_state=request_state,
+            allow_input_required=True,
+        )
+
+    first = await client._await_with_session_monitoring(send(None, None))
+    if isinstance(first, CallToolResult):
+        return first
+    driven = await client._await_with_session_monitoring(client._drive_input_required(first, send))
+    if not isinstance(driven, CallToolResult):
+        raise TypeError("the node answered tools/call with something else")
+    return driven
+
+
 class NodeConnections:
     """Long-lived clients keyed by endpoint URL."""
 
@@ -77,7 +141,7 @@ class NodeConnections:
         async with self._lock:
             client = self._clients.get(endpoint)
             if client is None:
-                transport = StreamableHttpTransport(
+                transport = _RelayTransport(
                     endpoint,
                     httpx_client_factory=cast(McpHttpClientFactory, self._factory),
                     max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,
@@ -121,11 +185,12 @@ class NodeConnections:
             for attempt in (1, 2):
                 try:
                     client = await self._client(endpoint)
-                    result = await client.call_tool_mcp(
+                    result = await _call_tool(
+                        client,
                         tool,
                         arguments,
-                        progress_handler=cast(ProgressHandler | None, progress),
                         meta=None if token is None else {META_KEY: token()},
+                        progress=progress,
                     )
                 except (Exception, BaseExceptionGroup) as error:
                     await self._close(endpoint)
