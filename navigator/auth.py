@@ -77,8 +77,7 @@ class Authenticator:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
         if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
-        with self.registry.reading() as connection:
-            holder = read_token_holder(connection, hash_token(token), limit=LIMITS.grant_rows)
+        holder = read_token_holder(self.registry, hash_token(token), limit=LIMITS.grant_rows)
         if holder is None or not holder.is_active(datetime.now(UTC)):
             raise Unauthenticated()
         return Caller(holder.name, frozenset(holder.scopes), holder.grants)

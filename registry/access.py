@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, delete, literal_column, or_, select
+from sqlalchemy import bindparam, delete, literal_column, or_, select
 from sqlalchemy.orm import Session
 
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
 from registry.models import Grant, Principal, Revision, utcnow
+
+if TYPE_CHECKING:
+    from registry.database import Registry
 
 __all__ = [
     "AccessStore",
@@ -194,14 +197,18 @@ def _grant_rows(rows: Sequence[Any], first: int) -> tuple[GrantRecord, ...]:
     )
 
 
-def read_token_holder(connection: Connection, token_hash: str, *, limit: int) -> TokenHolder | None:
+def read_token_holder(registry: Registry, token_hash: str, *, limit: int) -> TokenHolder | None:
     """Who holds a token (by its hash) and the grants that may apply to it, in one statement.
 
     ``None`` when no principal holds the token; the holder's grants are ``None`` (fail closed) when
-    more than ``limit`` rows apply or the grant revision is missing. Runs on a bare connection
-    (``Registry.reading``): it writes nothing.
+    more than ``limit`` rows apply or the grant revision is missing. A read of the registry as it
+    is now (``Registry.rows``): no session, nothing to commit.
     """
-    rows = connection.execute(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1}).all()
+    rows = registry.rows(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1})
+    return _token_holder(rows, limit)
+
+
+def _token_holder(rows: Sequence[Any], limit: int) -> TokenHolder | None:
     if not rows:
         return None
     first = rows[0]
@@ -346,6 +353,12 @@ class AccessStore:
         return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
 
     def token_holder(self, token_hash: str, *, limit: int) -> TokenHolder | None:
-        """Who holds a token (by its hash) and the grants that may apply to it: one statement."""
+        """Who holds a token (by its hash) and the grants that may apply to it, in this session's
+        transaction (``read_token_holder`` reads the same outside one)."""
         self.session.flush()
-        return read_token_holder(self.session.connection(), token_hash, limit=limit)
+        rows = (
+            self.session.connection()
+            .execute(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1})
+            .all()
+        )
+        return _token_holder(rows, limit)

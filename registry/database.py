@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from registry.errors import Conflict, RegistryUnavailable
+from registry.reads import HeldReads
+
+if TYPE_CHECKING:
+    from registry.reads import AnySelect
 
 __all__ = ["Registry", "make_engine", "migrate", "translate_errors"]
 
@@ -73,6 +77,7 @@ class Registry:
         self.url = url
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._held = HeldReads(self.engine) if self.reads_inline else None
 
     @property
     def is_postgres(self) -> bool:
@@ -90,21 +95,27 @@ class Registry:
         with translate_errors(), self._sessions() as session, session.begin():
             yield session
 
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[Connection]:
-        """One Core connection for a single-statement read: no ORM session, nothing to commit.
+    def rows(self, statement: AnySelect, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """The typed rows of one read-only statement: no ORM session, nothing to commit.
 
-        The read on every request (a token's principal and its grants) is one statement, so it
-        sees one snapshot on every backend without a transaction of its own.
+        One statement sees one snapshot on every backend without a transaction of its own. On
+        SQLite it runs on a held connection, compiled once (``registry.reads``); elsewhere on a
+        pooled Core connection.
         """
+        if self._held is not None:
+            found = self._held.rows(statement, params)
+            if found is not None:
+                return found
         with translate_errors(), self.engine.connect() as connection:
-            yield connection
+            return [tuple(row) for row in connection.execute(statement, dict(params)).all()]
 
     def ping(self) -> None:
         with translate_errors(), self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
+        if self._held is not None:
+            self._held.close()
         self.engine.dispose()
 
 

@@ -12,6 +12,7 @@ from registry import (
     Conflict,
     NotFound,
     Registry,
+    RegistryUnavailable,
     migrate,
     read_token_holder,
 )
@@ -116,10 +117,9 @@ def test_a_token_holder_comes_with_its_grants_in_one_read(registry: Registry) ->
         store.grant("alice", "db1/*/*", effect="allow")
         store.grant("*", "*/node/*", effect="allow", scopes=["ops"])
         store.grant("bob", "*/*/*", effect="allow")
-    with registry.reading() as connection:
-        alice = read_token_holder(connection, "a" * 64, limit=4096)
-        carol = read_token_holder(connection, "c" * 64, limit=4096)
-        unknown = read_token_holder(connection, "f" * 64, limit=4096)
+    alice = read_token_holder(registry, "a" * 64, limit=4096)
+    carol = read_token_holder(registry, "c" * 64, limit=4096)
+    unknown = read_token_holder(registry, "f" * 64, limit=4096)
     with registry.transaction() as session:
         expected = AccessStore(session).snapshot("alice", limit=4096)
     assert alice is not None and alice.name == "alice" and alice.scopes == ("ops",)
@@ -136,9 +136,8 @@ def test_a_token_holder_with_too_many_rows_gets_no_grants(registry: Registry) ->
         store.add_principal("alice", scopes=[], token_hash="a" * 64)
         for i in range(6):
             store.grant("alice", f"m{i}/*/*", effect="allow")
-    with registry.reading() as connection:
-        over = read_token_holder(connection, "a" * 64, limit=5)
-        within = read_token_holder(connection, "a" * 64, limit=6)
+    over = read_token_holder(registry, "a" * 64, limit=5)
+    within = read_token_holder(registry, "a" * 64, limit=6)
     assert over is not None and over.grants is None
     assert within is not None and within.grants is not None and len(within.grants.rows) == 6
 
@@ -148,8 +147,40 @@ def test_a_revoked_token_has_no_holder(registry: Registry) -> None:
         AccessStore(session).add_principal("alice", scopes=[], token_hash="a" * 64)
     with registry.transaction() as session:
         AccessStore(session).revoke_principal("alice")
-    with registry.reading() as connection:
-        assert read_token_holder(connection, "a" * 64, limit=4096) is None
+    assert read_token_holder(registry, "a" * 64, limit=4096) is None
+
+
+def test_each_token_read_sees_the_latest_commit(registry: Registry) -> None:
+    """The per-request read (held open on SQLite) never answers from an older state."""
+    with registry.transaction() as session:
+        AccessStore(session).add_principal("alice", scopes=[], token_hash="a" * 64)
+        grant = AccessStore(session).grant("alice", "db1/*/*", effect="allow")
+    first = read_token_holder(registry, "a" * 64, limit=4096)
+    assert first is not None and first.grants is not None and len(first.grants.rows) == 1
+    with registry.transaction() as session:
+        AccessStore(session).revoke_grant(grant.id)
+    second = read_token_holder(registry, "a" * 64, limit=4096)
+    assert second is not None and second.grants is not None and second.grants.rows == ()
+    assert second.grants.revision > first.grants.revision
+    with registry.transaction() as session:
+        AccessStore(session).revoke_principal("alice")
+    assert read_token_holder(registry, "a" * 64, limit=4096) is None
+
+
+def test_a_failed_token_read_is_unavailable_and_the_next_one_reconnects(
+    registry: Registry,
+) -> None:
+    with registry.transaction() as session:
+        AccessStore(session).add_principal("alice", scopes=[], token_hash="a" * 64)
+    assert read_token_holder(registry, "a" * 64, limit=4096) is not None
+    held = registry._held
+    if held is None:
+        pytest.skip("only SQLite holds a connection for these reads")
+    assert held._connection is not None
+    held._connection.dbapi_connection.close()  # type: ignore[union-attr]  # the connection breaks
+    with pytest.raises(RegistryUnavailable):
+        read_token_holder(registry, "a" * 64, limit=4096)
+    assert read_token_holder(registry, "a" * 64, limit=4096) is not None
 
 
 def test_migrating_again_keeps_every_row(registry: Registry, database_url: str) -> None:
