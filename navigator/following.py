@@ -13,7 +13,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import anyio
-import psycopg
 
 from registry import RegistryError
 from registry.catalog import NOTIFY_CHANNEL
@@ -36,6 +35,8 @@ def _libpq_url(database_url: str) -> str:
 
 async def _listen(url: str, woken: list[anyio.Event]) -> None:
     """Hold a LISTEN connection; set the current wake event on every notification."""
+    import psycopg  # only a PostgreSQL registry listens: a SQLite navigator starts without it
+
     delay = 0.2
     while True:
         try:

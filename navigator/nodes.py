@@ -16,18 +16,16 @@ tracing spans, trace-context injection and second session-monitoring task cost ~
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx2
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-from fastmcp.client.transports.base import TransportOptions, VersionAwareClientSession
 from mcp import ClientSession
 from mcp.shared._httpx_utils import McpHttpClientFactory
 from mcp.shared.dispatcher import ProgressFnT
@@ -37,7 +35,11 @@ from mesh.calltokens import META_KEY
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
 
-__all__ = ["NodeConnections", "ProgressSink"]
+if TYPE_CHECKING:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+__all__ = ["NodeConnections", "ProgressSink", "import_client"]
 
 logger = logging.getLogger("meshnav.navigator.nodes")
 
@@ -66,22 +68,41 @@ def _is_connect_failure(error: BaseException) -> bool:
     return False
 
 
-class _RelaySession(VersionAwareClientSession):
-    """A session that relays ``tools/call`` results without enforcing the node's output schema."""
+@functools.cache
+def _relay_transport() -> type[StreamableHttpTransport]:
+    """Streamable HTTP whose sessions relay ``tools/call`` results without enforcing the node's
+    output schema. Made on the first node call: FastMCP's client takes ~0.4 s to import, which a
+    navigator's start need not wait for."""
+    from fastmcp.client.transports import StreamableHttpTransport
+    from fastmcp.client.transports.base import TransportOptions, VersionAwareClientSession
 
-    async def validate_tool_result(self, name: str, result: CallToolResult) -> None:
-        return None
+    class _RelaySession(VersionAwareClientSession):
+        """Relays ``tools/call`` results without enforcing the node's output schema."""
+
+        async def validate_tool_result(self, name: str, result: CallToolResult) -> None:
+            return None
+
+    class _RelayTransport(StreamableHttpTransport):
+        """Streamable HTTP whose sessions are ``_RelaySession``."""
+
+        def connect_session(  # type: ignore[override]  # the same keywords, passed on as they are
+            self, *, transport_options: TransportOptions | None = None, **kwargs: Any
+        ) -> AbstractAsyncContextManager[ClientSession]:
+            options = replace(transport_options or TransportOptions(), session_class=_RelaySession)
+            connect: Callable[..., AbstractAsyncContextManager[ClientSession]] = (
+                super().connect_session
+            )
+            return connect(transport_options=options, **kwargs)
+
+    return _RelayTransport
 
 
-class _RelayTransport(StreamableHttpTransport):
-    """Streamable HTTP whose sessions are ``_RelaySession``."""
+def import_client() -> None:
+    """Import FastMCP's client now (blocking). A navigator runs this in a worker thread once it
+    is ready, so that neither its start nor its first node call waits for the import."""
+    from fastmcp import Client  # noqa: F401
 
-    def connect_session(  # type: ignore[override]  # the same keywords, passed on as they are
-        self, *, transport_options: TransportOptions | None = None, **kwargs: Any
-    ) -> AbstractAsyncContextManager[ClientSession]:
-        options = replace(transport_options or TransportOptions(), session_class=_RelaySession)
-        connect: Callable[..., AbstractAsyncContextManager[ClientSession]] = super().connect_session
-        return connect(transport_options=options, **kwargs)
+    _relay_transport()
 
 
 async def _call_tool(
@@ -141,7 +162,9 @@ class NodeConnections:
         async with self._lock:
             client = self._clients.get(endpoint)
             if client is None:
-                transport = _RelayTransport(
+                from fastmcp import Client
+
+                transport = _relay_transport()(
                     endpoint,
                     httpx_client_factory=cast(McpHttpClientFactory, self._factory),
                     max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,

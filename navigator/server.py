@@ -17,6 +17,7 @@ from navigator.discover import DiscoverExtension
 from navigator.following import follow_registry
 from navigator.grants import Caller
 from navigator.metrics import METRICS
+from navigator.nodes import import_client
 from navigator.services import Services
 from navigator.tools import WALKER_TOOLS, walker_tools
 from registry import migrate
@@ -60,6 +61,9 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
+        # FastMCP's client is left out of the start (it is only for calls to nodes) and imported
+        # now, beside the serving loop, so that the first call does not wait for it either.
+        tasks.start_soon(anyio.to_thread.run_sync, import_client)
         try:
             yield
         finally:

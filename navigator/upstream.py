@@ -6,8 +6,6 @@ import logging
 from typing import Any
 
 import anyio
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
 
 from navigator.errors import NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
@@ -22,6 +20,9 @@ PULL_TIMEOUT_S = 15.0
 
 async def pull_tools(endpoint: str) -> list[dict[str, Any]]:
     """The server's tools as JSON; ``node_unavailable`` or ``node_timeout`` when it fails."""
+    from fastmcp import Client  # imported when first used: ~0.4 s a navigator's start skips
+    from fastmcp.client.transports import StreamableHttpTransport
+
     transport = StreamableHttpTransport(
         endpoint, max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes
     )
