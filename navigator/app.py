@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import fastmcp
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -54,6 +55,10 @@ class NavigatorApp(Starlette):
 
 
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
+    # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
+    # arguments they reject) and carry the caller's trace context onward; meshnav reports counts
+    # and timings at /metrics instead (SPEC §10, §12). Off, they also cost nothing per request.
+    fastmcp.settings.telemetry_mode = "off"
     services = Services.create(settings)
     mcp_app = build_mcp(services).http_app(
         path="/mcp",
