@@ -12,6 +12,7 @@ into "the first row whose target matches decides", which is what ``Permissions.d
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,9 +62,13 @@ class Permissions:
         self.revision = snapshot.revision
         self._rules = rules
         self._any_allow = any(rule.allow for rule in rules)
-        #: Binds cursors to the rows observed (SPEC §3 Cursors): ids and row revisions.
-        self.rows_fingerprint = hashlib.sha256(
-            ",".join(f"{r.row.id}:{r.row.revision}" for r in rules).encode()
+
+    @functools.cached_property
+    def rows_fingerprint(self) -> str:
+        """Binds cursors to the rows observed (SPEC §3 Cursors): ids and row revisions. Computed
+        when a listing asks for it; a call never does."""
+        return hashlib.sha256(
+            ",".join(f"{r.row.id}:{r.row.revision}" for r in self._rules).encode()
         ).hexdigest()
 
     def decide(self, holder: str, role: str, tool: str) -> Decision:
@@ -95,6 +100,12 @@ def _negate(
     return (-count, (not exact[0], not exact[1], not exact[2]))
 
 
+@functools.lru_cache(maxsize=16384)
+def _pattern(target: str) -> Pattern:
+    """A grant target parsed once: the same few targets come back on every request."""
+    return parse_pattern(target)
+
+
 def compile_permissions(caller: Caller, snapshot: GrantSnapshot | None) -> Permissions:
     """Compile a snapshot for ``caller``; a missing (too large) or malformed one fails closed."""
     if snapshot is None:
@@ -104,7 +115,7 @@ def compile_permissions(caller: Caller, snapshot: GrantSnapshot | None) -> Permi
         if row.effect not in EFFECTS or row.principal not in (caller.principal, WILDCARD_PRINCIPAL):
             raise RegistryUnavailable("A grant row is malformed.")
         try:
-            pattern = parse_pattern(row.target)
+            pattern = _pattern(row.target)
         except InvalidAddress:
             raise RegistryUnavailable("A grant row is malformed.") from None
         if not set(row.scopes) <= caller.scopes:
