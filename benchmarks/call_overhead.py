@@ -2,14 +2,16 @@
 navigator (grants read from the registry, arguments validated, call token signed), and through
 FastMCP's own proxy over one long-lived client — alternating, in one run, on one machine.
 
-Prints p50/p95 of each, the milliseconds each hop adds over direct, and calls/s with 10
-concurrent clients. Usage: python benchmarks/call_overhead.py [--calls N]
+Prints p50/p95 of each, the milliseconds each hop adds over direct, calls/s with 10 concurrent
+clients, and the machine's load average before and after (the figures move with it: compare
+paths within one run, and repeat runs). Usage: python benchmarks/call_overhead.py [--calls N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -66,6 +68,7 @@ async def _throughput(
 
 
 async def main(calls: int, seconds: float) -> None:
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         backend, backend_port = start_backend()
         backend_url = f"http://127.0.0.1:{backend_port}/mcp"
@@ -138,6 +141,7 @@ async def main(calls: int, seconds: float) -> None:
     hop = statistics.median(samples["navigator"]) - base
     peer_hop = statistics.median(samples["fastmcp proxy"]) - base
     print(f"navigator hop / FastMCP proxy hop: {hop / peer_hop:.2f}x")
+    print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
