@@ -240,7 +240,7 @@ class SearchIndex:
     ) -> list[Hit]:
         plan = plan_query(
             self._analyzer.query_words(query),
-            document_frequency=self._postings.document_frequency,
+            document_frequencies=self._postings.document_frequencies,
             holder_words=self._holders_by_word,
             correct=self._vocabulary.correct,
             related=related_words,

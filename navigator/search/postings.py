@@ -128,11 +128,11 @@ class PostingIndex:
         self._merge()
         return term in self._terms
 
-    def document_frequency(self, term: str) -> int:
-        """How many texts use ``term``."""
+    def document_frequencies(self, terms: Iterable[str]) -> list[int]:
+        """How many texts use each of ``terms``, in order (0 for a term no text uses)."""
         self._merge()
-        postings = self._terms.get(term)
-        return len(postings.slots) if postings is not None else 0
+        found = map(self._terms.get, terms)
+        return [len(postings.slots) if postings is not None else 0 for postings in found]
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -321,17 +321,30 @@ class PostingIndex:
         """BM25F score of every slot for the weighted terms (0 for slots that match none).
 
         Terms are summed in the order given; each slot's score depends only on its own text and
-        the collection's statistics, never on where its postings sit.
+        the collection's statistics, never on where its postings sit. All terms' contributions
+        are computed in one pass and summed per slot by ``bincount``, which adds them in the
+        order given, as adding them term by term would.
         """
         self._merge()
         k1 = self._settings.k1
-        scores = np.zeros(self._next_slot, dtype=np.float64)
+        slot_parts: list[npt.NDArray[np.int32]] = []
+        pseudo_parts: list[npt.NDArray[np.float32]] = []
+        factors: list[float] = []
+        counts: list[int] = []
         for term, weight in terms:
             postings = self._terms.get(term)
             if postings is None:
                 continue
             slots = np.frombuffer(postings.slots, dtype=np.int32)
-            pseudo = self._current_pseudo(postings).astype(np.float64)
-            factor = weight * bm25_idf(len(slots), self._live) * (k1 + 1.0)
-            scores[slots] += factor * pseudo / (pseudo + k1)
-        return scores
+            slot_parts.append(slots)
+            pseudo_parts.append(self._current_pseudo(postings))
+            factors.append(weight * bm25_idf(len(slots), self._live) * (k1 + 1.0))
+            counts.append(len(slots))
+        if not slot_parts:
+            return np.zeros(self._next_slot, dtype=np.float64)
+        pseudo = np.concatenate(pseudo_parts).astype(np.float64)
+        contributions = np.repeat(np.asarray(factors, dtype=np.float64), counts) * pseudo
+        contributions /= pseudo + k1
+        return np.bincount(
+            np.concatenate(slot_parts), weights=contributions, minlength=self._next_slot
+        ).astype(np.float64, copy=False)

@@ -85,7 +85,7 @@ def _accumulate(weights: dict[str, float], key: str, weight: float) -> None:
 def plan_query(
     words: Iterable[QueryWord],
     *,
-    document_frequency: Callable[[str], int],
+    document_frequencies: Callable[[Iterable[str]], list[int]],
     holder_words: Mapping[str, object],
     correct: Callable[[str, str], tuple[Correction, ...]],
     related: Callable[[str], Related],
@@ -107,10 +107,11 @@ def plan_query(
     words = list(words)
     terms: dict[str, float] = {}
     holders: dict[str, float] = {}
-    for word in words:
+    indexed = document_frequencies(word.stem for word in words)
+    for word, frequency in zip(words, indexed, strict=True):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
-        if document_frequency(word.stem):
+        if frequency:
             _accumulate(terms, word.stem, 1.0)
         elif word.correctable and word.surface not in holder_words:
             for term, distance in correct(word.surface, word.stem):
@@ -125,7 +126,7 @@ def plan_query(
             for stem in stems:
                 if stem not in terms and candidates.get(stem, 0.0) < weight:
                     candidates[stem] = weight
-    frequencies = {stem: document_frequency(stem) for stem in candidates}
+    frequencies = dict(zip(candidates, document_frequencies(candidates), strict=True))
     rarest_first = sorted(
         (s for s in candidates if frequencies[s]), key=lambda s: (frequencies[s], s)
     )
