@@ -131,16 +131,19 @@ _BY_TOKEN = select(
     Principal.created_at,
 ).where(Principal.token_hash == bindparam("token_hash"))
 
+# The grant revision and one grant row: what both reads of grants return after their own columns.
+_GRANT_COLUMNS = (
+    Revision.value,
+    Grant.id,
+    Grant.principal,
+    Grant.target,
+    Grant.scopes,
+    Grant.effect,
+    Grant.revision,
+)
+
 _SNAPSHOT = (
-    select(
-        Revision.value,
-        Grant.id,
-        Grant.principal,
-        Grant.target,
-        Grant.scopes,
-        Grant.effect,
-        Grant.revision,
-    )
+    select(*_GRANT_COLUMNS)
     .select_from(Revision)
     .outerjoin(
         Grant,
@@ -161,13 +164,7 @@ _TOKEN_HOLDER = (
         Principal.scopes,
         Principal.expires_at,
         Principal.revoked_at,
-        Revision.value,
-        Grant.id,
-        Grant.principal,
-        Grant.target,
-        Grant.scopes,
-        Grant.effect,
-        Grant.revision,
+        *_GRANT_COLUMNS,
     )
     .select_from(Principal)
     .outerjoin(Revision, Revision.name == "grants")
