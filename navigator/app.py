@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import fastmcp
+from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -54,6 +56,59 @@ class NavigatorApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+GuardKey = tuple[bytes | None, bytes | None, Any, Any]
+
+#: Distinct requests the Host/Origin guard remembers letting through; beyond that it judges anew.
+ADMITTED_MAX = 64
+
+
+def _guard_key(scope: Scope) -> GuardKey:
+    """All FastMCP's guard judges by: the first Host and Origin headers (as Starlette's ``Headers``
+    reads them), the address the server listens on, and the scheme."""
+    host = origin = None
+    for name, value in scope["headers"]:
+        if name == b"host":
+            if host is None:
+                host = value
+        elif name == b"origin" and origin is None:
+            origin = value
+    return host, origin, scope.get("server"), scope.get("scheme")
+
+
+class RememberedHostOrigin:
+    """FastMCP's Host/Origin guard (DNS-rebinding protection on ``/mcp``), each distinct request
+    shape judged once. Its verdict depends only on ``_guard_key`` and the configuration fixed at
+    start, so a request shaped like one it let through passes on one scan of the headers (the
+    guard's own parsing costs ~0.1 ms a request); anything else, every refusal included, is
+    judged and answered by FastMCP's own code."""
+
+    def __init__(self, app: ASGIApp, /, **options: Any) -> None:
+        self.app = app
+        self.judge = HostOriginGuardMiddleware(self._admit, **options)
+        self.admitted: set[GuardKey] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _guard_key(scope) in self.admitted:
+            await self.app(scope, receive, send)
+            return
+        await self.judge(scope, receive, send)
+
+    async def _admit(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and len(self.admitted) < ADMITTED_MAX:
+            self.admitted.add(_guard_key(scope))
+        await self.app(scope, receive, send)
+
+
+def _remember_host_origin(app: Starlette) -> None:
+    """Swap FastMCP's guard in ``app``'s middleware for ``RememberedHostOrigin``, same options."""
+    app.user_middleware = [
+        Middleware(RememberedHostOrigin, *entry.args, **entry.kwargs)
+        if cast(Any, entry.cls) is HostOriginGuardMiddleware
+        else entry
+        for entry in app.user_middleware
+    ]
+
+
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
     # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
     # arguments they reject) and carry the caller's trace context onward; meshnav reports counts
@@ -66,6 +121,7 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
         allowed_hosts=settings.allowed_hosts or None,
         allowed_origins=settings.allowed_origins or None,
     )
+    _remember_host_origin(mcp_app)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
