@@ -36,7 +36,6 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN, resolved now:
     a missing or bad token stops it before it serves."""
     from navigator.errors import NavigatorError
-    from navigator.nodes import import_client
     from navigator.server import build_mcp, running
     from navigator.services import Services
     from registry import RegistryError, migrate
@@ -51,8 +50,5 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     except RegistryError as error:
         raise CommandError(str(error)) from None
     server = build_mcp(services, fixed_caller=caller)
-    # Over stdio FastMCP's client is imported before serving: imported in a worker thread while
-    # the stdio transport serves (as the HTTP navigator does), the first requests never answered.
-    import_client()
     async with running(services, migrate_first=False):
         await server.run_async(transport="stdio", show_banner=False)

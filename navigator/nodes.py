@@ -98,8 +98,8 @@ def _relay_transport() -> type[StreamableHttpTransport]:
 
 
 def import_client() -> None:
-    """Import FastMCP's client now (blocking). A navigator runs this in a worker thread once it
-    is ready, so that neither its start nor its first node call waits for the import."""
+    """Import FastMCP's client now (blocking). A navigator runs this once its catalogue is loaded,
+    before it serves, so that its first node call does not wait for the import."""
     from fastmcp import Client  # noqa: F401
 
     _relay_transport()

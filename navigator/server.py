@@ -59,11 +59,13 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     await services.catalog.load()
     gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
+    # FastMCP's client is only for calls to nodes, so it is left out of the imports above; it is
+    # imported here, before serving, on this thread. Not in a worker thread beside the serving
+    # loop: the loop imports modules of its own on its first requests, and two threads importing
+    # the same modules deadlock (Python detects it and fails one import: measured, over stdio).
+    import_client()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
-        # FastMCP's client is left out of the start (it is only for calls to nodes) and imported
-        # now, beside the serving loop, so that the first call does not wait for it either.
-        tasks.start_soon(anyio.to_thread.run_sync, import_client)
         try:
             yield
         finally:
