@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
-import fastmcp
 from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -110,10 +109,6 @@ def _remember_host_origin(app: Starlette) -> None:
 
 
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
-    # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
-    # arguments they reject) and carry the caller's trace context onward; meshnav reports counts
-    # and timings at /metrics instead (SPEC §10, §12). Off, they also cost nothing per request.
-    fastmcp.settings.telemetry_mode = "off"
     services = Services.create(settings)
     mcp_app = build_mcp(services).http_app(
         path="/mcp",

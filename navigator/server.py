@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 
 import anyio
+import fastmcp
 from fastmcp import FastMCP
 
 from navigator.caller import CallerMiddleware
@@ -32,6 +33,11 @@ INSTRUCTIONS = (
 
 def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP:
     """The MCP server: exactly the four walker tools."""
+    # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
+    # arguments they reject) and carry the caller's trace context onward; meshnav reports counts
+    # and timings at /metrics instead (SPEC §10, §12). Off for both transports; off, they also
+    # cost nothing per request.
+    fastmcp.settings.telemetry_mode = "off"
     server = FastMCP(
         "meshnav",
         version=_version(),

@@ -348,14 +348,3 @@ class AccessStore:
         if len(rows) > limit:
             return None
         return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
-
-    def token_holder(self, token_hash: str, *, limit: int) -> TokenHolder | None:
-        """Who holds a token (by its hash) and the grants that may apply to it, in this session's
-        transaction (``read_token_holder`` reads the same outside one)."""
-        self.session.flush()
-        rows = (
-            self.session.connection()
-            .execute(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1})
-            .all()
-        )
-        return _token_holder(rows, limit)
