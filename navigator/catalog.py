@@ -29,9 +29,6 @@ __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "
 
 #: Log entries read at once when catching up; further behind than this, reload everything.
 CATCH_UP_PAGE = 1000
-#: Documents indexed at once while the whole catalogue loads: large enough that each batch's
-#: postings are counted in one numpy pass, small enough that its terms are never all held at once.
-INDEX_BATCH = 8192
 
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
@@ -307,13 +304,9 @@ class Catalog:
                 keys = store.node_keys()
                 for machine in store.machines():
                     state.put_machine(machine)
-                documents: list[ToolDocument] = []
-                for assignment, rows in _assignments(store.stream_catalog_rows()):
-                    documents += state.put_assignment(assignment, rows, contracts)
-                    if len(documents) >= INDEX_BATCH:
-                        state.index.upsert(documents)
-                        documents = []
-                state.index.upsert(documents)
+                with state.index.build() as build:
+                    for assignment, rows in _assignments(store.stream_catalog_rows()):
+                        build.add(state.put_assignment(assignment, rows, contracts))
             gc.freeze()
         finally:
             if collecting:

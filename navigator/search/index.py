@@ -15,9 +15,10 @@ that grants are evaluated for a page, not for the catalogue.
 
 from __future__ import annotations
 
+import logging
 import threading
 from bisect import insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,20 +26,31 @@ import numpy as np
 from navigator.addresses import Pattern
 from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
-from navigator.search.postings import PostingIndex
+from navigator.search.postings import PostingIndex, PostingState
 from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
 from navigator.search.text import TextAnalyzer, split_identifier
 from navigator.search.thesaurus import related_words
 from navigator.search.vocabulary import Vocabulary
+from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
 
-__all__ = ["SearchIndex"]
+__all__ = ["IndexBuild", "SearchIndex"]
+
+log = logging.getLogger(__name__)
 
 COLLAPSED_HOLDERS_SHOWN = 16
+#: Texts analysed at once while an index is built: each batch's postings are counted in one numpy
+#: pass, and the text sent to the worker a batch at a time.
+BUILD_BATCH = 8192
+#: A build with more new texts than this analyses them in a forked worker process (``worker``),
+#: beside the caller's own work; a smaller one analyses them itself, as cheap as starting a worker.
+WORKER_MIN_TEXTS = BUILD_BATCH
 
 # (role, tool name, contract digest): the tools that are the same tool on another holder
 _GroupKey = tuple[str, str, str]
 # (title, description, parameters): what of a document is indexed besides its role and name
 _Text = tuple[str, str, tuple[tuple[str, str], ...]]
+# (name, title, description, parameters, role): what the analyzer reads of one text
+_Analysed = tuple[str, str, str, tuple[tuple[str, str], ...], str]
 
 
 def _text_of(document: ToolDocument) -> _Text:
@@ -84,6 +96,10 @@ class SearchIndex:
 
     def __len__(self) -> int:
         return len(self._documents)
+
+    def build(self) -> IndexBuild:
+        """Fill this empty index with many documents at once (``IndexBuild``)."""
+        return IndexBuild(self)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -342,3 +358,157 @@ class SearchIndex:
         role, name, _ = tool_text.key
         holders = tuple(document.holder for document in documents[:COLLAPSED_HOLDERS_SHOWN])
         return Hit(f"*/{role}/{name}", documents[0], holders, len(documents), score)
+
+
+def _analyse(index: SearchIndex, texts: list[_Analysed], first_slot: int) -> list[str]:
+    """Index texts into ``index``'s postings, which must give them the slots from ``first_slot``
+    on; the terms new to the postings, in order of first use."""
+    analyse = index._analyzer.tool_terms
+    slots, new_terms = index._postings.add_many([analyse(*text) for text in texts])
+    if slots != list(range(first_slot, first_slot + len(texts))):
+        raise RuntimeError("an index build's texts did not get the slots it gave them")
+    return new_terms
+
+
+def _analyse_batches(index: SearchIndex) -> Callable[[Iterator[list[_Analysed]]], object]:
+    """What a build's worker runs: every batch into the (forked copy of the) index's empty
+    postings, then the postings and their new terms, for the parent to restore."""
+
+    def work(batches: Iterator[list[_Analysed]]) -> tuple[PostingState, list[str]]:
+        new_terms: list[str] = []
+        slot = 0
+        for batch in batches:
+            new_terms += _analyse(index, batch, slot)
+            slot += len(batch)
+        return index._postings.export(), new_terms
+
+    return work
+
+
+class IndexBuild:
+    """Fills an empty index with many documents: the index that ``upsert`` of the same documents,
+    in the same order, makes — the same texts, members, slots, postings and vocabulary — for less.
+
+    Documents are placed as they come; each new text gets the next slot at once, and its words are
+    analysed a batch at a time. A build of more than ``WORKER_MIN_TEXTS`` texts sends them to a
+    forked worker process (``worker.ForkedWorker``) that analyses them on another core while the
+    caller reads and places the rest, and restores the postings it sends back on ``finish``; if
+    the worker fails, the texts are analysed here instead. Used as a context manager, a build
+    finishes when its block ends and is abandoned if the block raises: an unfinished index is
+    not searchable.
+    """
+
+    __slots__ = (
+        "_analysed",
+        "_first_changed",
+        "_index",
+        "_next_slot",
+        "_queued",
+        "_repeated",
+        "_sent",
+        "_worker",
+    )
+
+    def __init__(self, index: SearchIndex) -> None:
+        if index._documents or index._postings.text_count or index._texts:
+            raise ValueError("only an empty index is built")
+        self._index = index
+        self._next_slot = 0
+        self._analysed = 0  # texts analysed here
+        self._queued: list[_Analysed] = []  # texts waiting for their batch
+        self._sent: list[_Analysed] = []  # texts the worker analyses, kept in case it fails
+        self._worker: ForkedWorker | None = None
+        # texts whose first member changed since their text was taken from another member
+        self._first_changed: dict[_GroupKey, None] = {}
+        # documents at an address already placed in this build: applied by ``upsert`` at the end
+        self._repeated: list[ToolDocument] = []
+
+    def __enter__(self) -> IndexBuild:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.finish()
+        else:
+            self.abandon()
+
+    def add(self, documents: Iterable[ToolDocument]) -> None:
+        """Place documents, as ``upsert`` would."""
+        index = self._index
+        placed, texts, by_holder = index._documents, index._texts, index._by_holder
+        for document in documents:
+            address = document.address
+            if address in placed:
+                self._repeated.append(document)
+                continue
+            placed[address] = document
+            holder = document.holder
+            on_holder = by_holder.get(holder)
+            if on_holder is None:
+                on_holder = by_holder[holder] = set()
+                for word in _holder_words(holder):
+                    index._holders_by_word.setdefault(word, set()).add(holder)
+            on_holder.add(address)
+            key = (document.role, document.name, document.contract_digest)
+            tool_text = texts.get(key)
+            if tool_text is None:
+                text = (document.title, document.description, document.parameters)
+                slot = self._next_slot
+                self._next_slot += 1
+                texts[key] = tool_text = _ToolText(key, text, slot, [address])
+                index._by_slot[slot] = tool_text
+                index._slots_by_role.setdefault(document.role, set()).add(slot)
+                self._queued.append((document.name, *text, document.role))
+                if len(self._queued) >= BUILD_BATCH:
+                    self._flush()
+                continue
+            members = tool_text.members
+            if address > members[-1]:
+                members.append(address)
+            else:
+                insort(members, address)
+                if members[0] == address:
+                    self._first_changed[key] = None
+
+    def _flush(self) -> None:
+        batch, self._queued = self._queued, []
+        if not batch:
+            return
+        fresh = self._worker is None and not self._analysed
+        if fresh and len(batch) >= WORKER_MIN_TEXTS and can_fork():
+            self._worker = ForkedWorker(_analyse_batches(self._index))
+        if self._worker is not None:
+            self._worker.send(batch)
+            self._sent += batch
+            return
+        index = self._index
+        index._vocabulary.add(_analyse(index, batch, self._analysed))
+        self._analysed += len(batch)
+
+    def finish(self) -> None:
+        """Analyse what is left, take in the worker's postings, and settle what ``upsert`` would
+        have settled on the way: the index is then complete."""
+        index = self._index
+        with index._lock:
+            self._flush()
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                sent, self._sent = self._sent, []
+                try:
+                    state, new_terms = worker.result()
+                except WorkerFailed:
+                    log.warning("the index worker failed; analysing its texts in this process")
+                    index._vocabulary.add(_analyse(index, sent, 0))
+                else:
+                    index._postings.restore(state)
+                    index._vocabulary.add(new_terms)
+            if self._first_changed:
+                index._settle(self._first_changed)
+            if self._repeated:
+                index.upsert(self._repeated)
+
+    def abandon(self) -> None:
+        """Stop the worker, if any; the index stays incomplete and is to be dropped."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.abandon()

@@ -21,6 +21,7 @@ import heapq
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
@@ -28,7 +29,7 @@ import numpy.typing as npt
 
 from navigator.search.ranking import FIELD_COUNT, RankingSettings, bm25_idf
 
-__all__ = ["PostingIndex"]
+__all__ = ["PostingIndex", "PostingState"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -77,6 +78,26 @@ class _Block:
         self.frequencies = frequencies
         self.pseudo = pseudo
         self.version = version
+
+
+@dataclass(frozen=True, slots=True)
+class PostingState:
+    """A ``PostingIndex`` as ``export`` gives it: its terms in order, each term's normalisation
+    version and number of postings, and every term's postings end to end in three buffers."""
+
+    terms: list[str]
+    versions: list[int]
+    counts: list[int]
+    slots: bytes
+    frequencies: bytes
+    pseudo: bytes
+    lengths: FloatArray
+    length_sums: list[int]
+    live: int
+    next_slot: int
+    free: list[int]
+    averages: FloatArray
+    version: int
 
 
 def _quantised(total: int, count: int) -> float:
@@ -272,6 +293,53 @@ class PostingIndex:
         del current, frequencies, pseudo  # release the buffers before the old arrays go
         self._terms[term] = replacement
         return True
+
+    def export(self) -> PostingState:
+        """Everything this index holds, compact (a few buffers, not an object per term): what
+        ``restore`` turns an empty index into a copy of. For an index built in another process."""
+        self._merge()
+        postings = list(self._terms.values())
+        return PostingState(
+            terms=list(self._terms),
+            versions=[entry.version for entry in postings],
+            counts=[len(entry.slots) for entry in postings],
+            slots=b"".join([entry.slots.tobytes() for entry in postings]),
+            frequencies=b"".join([entry.frequencies.tobytes() for entry in postings]),
+            pseudo=b"".join([entry.pseudo.tobytes() for entry in postings]),
+            lengths=self._lengths,
+            length_sums=list(self._length_sums),
+            live=self._live,
+            next_slot=self._next_slot,
+            free=list(self._free),
+            averages=self._averages,
+            version=self._version,
+        )
+
+    def restore(self, state: PostingState) -> None:
+        """Become the index ``state`` was exported from (this one must be empty)."""
+        if self._live or self._next_slot or self._pending:
+            raise ValueError("only an empty index is restored")
+        slot_bytes = memoryview(state.slots)
+        frequency_bytes = memoryview(state.frequencies)
+        pseudo_bytes = memoryview(state.pseudo)
+        terms: dict[str, _TermPostings] = {}
+        width = FIELD_COUNT
+        start = 0
+        for term, version, count in zip(state.terms, state.versions, state.counts, strict=True):
+            end = start + count
+            postings = terms[term] = _TermPostings(version)
+            postings.slots.frombytes(slot_bytes[4 * start : 4 * end])
+            postings.frequencies.frombytes(frequency_bytes[width * start : width * end])
+            postings.pseudo.frombytes(pseudo_bytes[4 * start : 4 * end])
+            start = end
+        self._terms = terms
+        self._lengths = state.lengths
+        self._length_sums = list(state.length_sums)
+        self._live = state.live
+        self._next_slot = state.next_slot
+        self._free = list(state.free)
+        self._averages = state.averages
+        self._version = state.version
 
     def _grow(self) -> int:
         slot = self._next_slot

@@ -1,0 +1,201 @@
+"""Building an index in one go (``SearchIndex.build``): the index ``upsert`` makes, in this process
+or with a forked worker analysing the texts."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from navigator.search import SearchIndex, ToolDocument
+from navigator.search import index as index_module
+from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
+
+WORDS = [
+    "list", "tables", "database", "PostgreSQL", "container", "logs", "restart", "e-mail",
+    "GitHub", "issues", "search", "the", "of", "memory", "disk", "usage", "sync", "calendar",
+    "non-profit", "café", "user's", "report", "export", "kaloMi", "zorve", "ports", "backup",
+]  # fmt: skip
+
+
+def catalogue(count: int, seed: int = 5) -> list[ToolDocument]:
+    """Documents as a catalogue load gives them: assignment by assignment, texts shared by some
+    holders (the same digest), a mesh seat, and tools whose first member arrives late."""
+    rng = random.Random(seed)
+
+    def text(low: int, high: int) -> str:
+        return " ".join(rng.choices(WORDS, k=rng.randint(low, high)))
+
+    documents = []
+    for number in range(count):
+        holder = rng.choice([f"m{number % 13}", "mesh", "a-first"])
+        role = rng.choice(["postgres", "docker", f"app-{number % 11}"])
+        name = rng.choice(["list", "get", "sync"]) + "_" + rng.choice(WORDS).replace("-", "")
+        params = tuple((rng.choice(["id", "userName", "query"]), text(0, 6)) for _ in range(2))
+        digest = rng.choice(["a", "b", f"u{number}"])
+        title, description = ("", "shared text") if digest == "a" else (text(0, 3), text(3, 20))
+        documents.append(
+            ToolDocument(
+                f"{holder}/{role}/{name}", holder, role, name, title, description, params, digest
+            )
+        )
+    return documents
+
+
+QUERIES = [
+    "list tables",
+    "databse tabels",
+    "m3 logs",
+    "contaner",
+    "e-mail report",
+    "postgres",
+    "mesh sync",
+    "shared",
+    "café",
+    "kalomi zorve",
+    "a-first export",
+    "user's memory",
+]
+
+
+def answers(index: SearchIndex) -> list[Any]:
+    pages = [index.search(query, permits=lambda _: True, limit=12) for query in QUERIES]
+    return [
+        (page.has_more, [(hit.address, hit.holders, hit.score) for hit in page.hits])
+        for page in pages
+    ]
+
+
+def upserted(documents: list[ToolDocument], batch: int = 50) -> SearchIndex:
+    index = SearchIndex()
+    for start in range(0, len(documents), batch):
+        index.upsert(documents[start : start + batch])
+    return index
+
+
+def built(documents: list[ToolDocument], batch: int = 50) -> SearchIndex:
+    index = SearchIndex()
+    with index.build() as build:
+        for start in range(0, len(documents), batch):
+            build.add(documents[start : start + batch])
+    return index
+
+
+def assert_same(index: SearchIndex, expected: SearchIndex, documents: list[ToolDocument]) -> None:
+    assert len(index) == len(expected)
+    assert answers(index) == answers(expected)
+    terms = sorted({term for term in expected._postings._terms})
+    assert sorted(index._postings._terms) == terms
+    assert index._postings.document_frequencies(terms) == expected._postings.document_frequencies(
+        terms
+    )
+    assert len(index._vocabulary) == len(expected._vocabulary)
+    assert {key: text.members for key, text in index._texts.items()} == {
+        key: text.members for key, text in expected._texts.items()
+    }
+    # and it keeps changing as an upserted one does
+    index.remove([document.address for document in documents[::3]])
+    expected.remove([document.address for document in documents[::3]])
+    index.upsert(documents[:40:2])
+    expected.upsert(documents[:40:2])
+    assert answers(index) == answers(expected)
+
+
+def test_a_build_in_this_process_is_the_index_upsert_makes() -> None:
+    documents = catalogue(400)
+    assert_same(built(documents), upserted(documents), documents)
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
+def test_a_build_with_a_worker_is_the_index_upsert_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
+    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
+    started: list[ForkedWorker] = []
+    original = ForkedWorker.__init__
+
+    def spy(self: ForkedWorker, work: Callable[[Iterator[Any]], Any]) -> None:
+        original(self, work)
+        started.append(self)
+
+    monkeypatch.setattr(ForkedWorker, "__init__", spy)
+    documents = catalogue(600)
+    assert_same(built(documents), upserted(documents), documents)
+    assert len(started) == 1
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
+def test_a_failed_worker_leaves_the_analysis_to_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
+    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
+
+    def failing(_index: SearchIndex) -> Callable[[Iterator[Any]], Any]:
+        def work(batches: Iterator[Any]) -> Any:
+            next(batches)
+            raise RuntimeError("worker down")
+
+        return work
+
+    monkeypatch.setattr(index_module, "_analyse_batches", failing)
+    documents = catalogue(300)
+    assert_same(built(documents), upserted(documents), documents)
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
+def test_a_worker_sends_back_what_its_work_returns_and_reports_a_failure() -> None:
+    worker = ForkedWorker(lambda batches: [sum(batch) for batch in batches])
+    for batch in ([1, 2], [3], []):
+        worker.send(batch)
+    assert worker.result() == [3, 3, 0]
+
+    def crash(batches: Iterator[Any]) -> Any:
+        os.kill(os.getpid(), 9)
+
+    with pytest.raises(WorkerFailed):
+        ForkedWorker(crash).result()
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
+def test_an_abandoned_build_stops_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "BUILD_BATCH", 20)
+    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
+    started: list[int] = []
+    original = ForkedWorker.__init__
+
+    def spy(self: ForkedWorker, work: Callable[[Iterator[Any]], Any]) -> None:
+        original(self, work)
+        started.append(self._pid)
+
+    monkeypatch.setattr(ForkedWorker, "__init__", spy)
+
+    def load() -> None:
+        with SearchIndex().build() as build:
+            build.add(catalogue(100))
+            raise RuntimeError("read failed")
+
+    with pytest.raises(RuntimeError, match="read failed"):
+        load()
+    assert len(started) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0], os.WNOHANG)  # reaped
+
+
+def test_only_an_empty_index_is_built() -> None:
+    documents = catalogue(10)
+    index = upserted(documents)
+    with pytest.raises(ValueError, match="empty"):
+        index.build()
+
+
+def test_a_build_given_an_address_twice_keeps_the_last_as_upsert_does() -> None:
+    documents = catalogue(120)
+    first = documents[7]
+    again = ToolDocument(
+        first.address, first.holder, first.role, first.name, "", "zorve rewritten", (), "new"
+    )
+    sequence = [*documents, again]
+    assert_same(built(sequence), upserted(sequence), sequence)
