@@ -14,7 +14,7 @@ import json
 import operator
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +23,7 @@ import anyio.to_thread
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
+from navigator.search.documents import slot_setters
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
@@ -30,43 +31,76 @@ __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "
 #: Log entries read at once when catching up; further behind than this, reload everything.
 CATCH_UP_PAGE = 1000
 
+#: Dead entries are dropped from the shared contracts once they hold at least this many.
+_MIN_PURGE = 1024
+
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
 RETIRED = "retired"
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Contract:
     """A tool's contract, held once per contract digest however many holders serve it.
 
     The definition stays the compact JSON the registry gave; ``definition`` decodes it when a
-    caller needs all of it (describe, a call's first validation, ``schemas: true``).
+    caller needs all of it (describe, a call's first validation, ``schemas: true``). Its title,
+    description and annotations are read from it the first time one is asked for: a load decodes
+    each definition once, for its search document, and keeps none of it here.
     """
 
-    digest: str
-    raw: str
-    title: str
-    description: str
-    annotations: dict[str, Any] | None
+    __slots__ = ("__weakref__", "_head", "digest", "raw")
 
-    @classmethod
-    def from_definition(cls, digest: str, definition: Mapping[str, Any], raw: str) -> Contract:
-        annotations = definition.get("annotations")
-        return cls(
-            digest=digest,
-            raw=raw,
-            title=str(definition.get("title") or (annotations or {}).get("title") or ""),
-            description=str(definition.get("description") or ""),
-            annotations=annotations if isinstance(annotations, dict) else None,
-        )
+    def __init__(self, digest: str, raw: str) -> None:
+        self.digest = digest
+        self.raw = raw
+        self._head: tuple[str, str, dict[str, Any] | None] | None = None
+
+    def _read(self) -> tuple[str, str, dict[str, Any] | None]:
+        head = self._head
+        if head is None:
+            head = self._head = _head_of(json.loads(self.raw))
+        return head
+
+    @property
+    def title(self) -> str:
+        return self._read()[0]
+
+    @property
+    def description(self) -> str:
+        return self._read()[1]
+
+    @property
+    def annotations(self) -> dict[str, Any] | None:
+        return self._read()[2]
 
     @property
     def definition(self) -> dict[str, Any]:
         decoded: dict[str, Any] = json.loads(self.raw)
         return decoded
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Contract):
+            return NotImplemented
+        return (self.digest, self.raw) == (other.digest, other.raw)
 
-@dataclass(frozen=True, slots=True)
+    def __hash__(self) -> int:
+        return hash((self.digest, self.raw))
+
+    def __repr__(self) -> str:
+        return f"Contract(digest={self.digest!r})"
+
+
+def _head_of(definition: Mapping[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+    """A definition's title, description and annotations (each as ``Contract`` reads it)."""
+    annotations = definition.get("annotations")
+    return (
+        str(definition.get("title") or (annotations or {}).get("title") or ""),
+        str(definition.get("description") or ""),
+        annotations if isinstance(annotations, dict) else None,
+    )
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class CatalogTool:
     """One live tool: how agents address it, and where it actually runs."""
 
@@ -79,6 +113,29 @@ class CatalogTool:
     endpoint: str | None
     contract: Contract
     confirmation: str
+
+    def __init__(
+        self,
+        address: str,
+        holder: str,
+        role: str,
+        name: str,
+        machine: str,
+        endpoint_role: str,
+        endpoint: str | None,
+        contract: Contract,
+        confirmation: str,
+    ) -> None:
+        # As ``ToolDocument``'s: the slots' setters, for a third of a frozen dataclass's time.
+        _SET_TOOL[0](self, address)
+        _SET_TOOL[1](self, holder)
+        _SET_TOOL[2](self, role)
+        _SET_TOOL[3](self, name)
+        _SET_TOOL[4](self, machine)
+        _SET_TOOL[5](self, endpoint_role)
+        _SET_TOOL[6](self, endpoint)
+        _SET_TOOL[7](self, contract)
+        _SET_TOOL[8](self, confirmation)
 
     @property
     def contract_digest(self) -> str:
@@ -111,6 +168,9 @@ class CatalogTool:
     @property
     def input_schema(self) -> Any:
         return self.definition.get("inputSchema", {"type": "object"})
+
+
+_SET_TOOL = tuple(slot_setters(CatalogTool))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +206,35 @@ class _Machine:
         return ANSWERING if now - self.heartbeat_at <= limit else NOT_ANSWERING
 
 
+class _SharedContracts:
+    """Contracts by digest, held weakly, so that every holder of a contract shares one object as
+    long as one holds it.
+
+    A ``weakref.WeakValueDictionary`` would do, at a few microseconds per contract a load adds (a
+    third of a second at 100,000): this keeps plain weak references and drops the dead ones when
+    it has doubled in size since it last did.
+    """
+
+    __slots__ = ("_purge_at", "_refs")
+
+    def __init__(self) -> None:
+        self._refs: dict[str, weakref.ref[Contract]] = {}
+        self._purge_at = _MIN_PURGE
+
+    def __len__(self) -> int:
+        return sum(1 for ref in self._refs.values() if ref() is not None)
+
+    def get(self, digest: str) -> Contract | None:
+        ref = self._refs.get(digest)
+        return None if ref is None else ref()
+
+    def put(self, contract: Contract) -> None:
+        self._refs[contract.digest] = weakref.ref(contract)
+        if len(self._refs) >= self._purge_at:
+            self._refs = {digest: ref for digest, ref in self._refs.items() if ref() is not None}
+            self._purge_at = max(_MIN_PURGE, 2 * len(self._refs))
+
+
 class _Contracts:
     """The contract for each row's digest — one object per digest, shared by every holder and
     kept (weakly) as long as a tool holds it — and, for one pass over rows, each digest's search
@@ -153,7 +242,7 @@ class _Contracts:
 
     __slots__ = ("_documents", "_shared")
 
-    def __init__(self, shared: weakref.WeakValueDictionary[str, Contract]) -> None:
+    def __init__(self, shared: _SharedContracts) -> None:
         self._shared = shared
         self._documents: dict[str, ToolDocument] = {}
 
@@ -163,16 +252,24 @@ class _Contracts:
         document = self._documents.get(digest)
         if document is None or contract is None:
             raw = str(row.definition)
-            definition = json.loads(raw)
             if contract is None:
-                contract = Contract.from_definition(digest, definition, raw)
-                self._shared[digest] = contract
-            document = document_from_tool(holder, role, definition, digest)
+                contract = Contract(digest, raw)
+                self._shared.put(contract)
+            document = document_from_tool(holder, role, json.loads(raw), digest)
             self._documents[digest] = document
             return contract, document
         # Another holder of a contract seen in this pass: its text, at this holder's address.
-        address = f"{holder}/{role}/{document.name}"
-        return contract, replace(document, address=address, holder=holder, role=role)
+        name = document.name
+        return contract, ToolDocument(
+            f"{holder}/{role}/{name}",
+            holder,
+            role,
+            name,
+            document.title,
+            document.description,
+            document.parameters,
+            digest,
+        )
 
 
 @dataclass(slots=True)
@@ -207,15 +304,15 @@ class _State:
             name = str(row.tool)
             address = document.address if document.name == name else f"{holder}/{role}/{name}"
             self.tools[address] = CatalogTool(
-                address=address,
-                holder=holder,
-                role=role,
-                name=name,
-                machine=assignment.machine,
-                endpoint_role=assignment.role,
-                endpoint=assignment.endpoint,
-                contract=contract,
-                confirmation=str(row.confirmation),
+                address,
+                holder,
+                role,
+                name,
+                assignment.machine,
+                assignment.role,
+                assignment.endpoint,
+                contract,
+                str(row.confirmation),
             )
             documents.append(document)
         return documents
@@ -244,7 +341,7 @@ class Catalog:
         #: Each machine's call-token key (persisted in the registry so every navigator can sign).
         self.node_keys: dict[str, bytes] = {}
         #: One contract object per digest, shared by every holder of that tool.
-        self._contracts: weakref.WeakValueDictionary[str, Contract] = weakref.WeakValueDictionary()
+        self._contracts = _SharedContracts()
 
     # --- reading ---------------------------------------------------------------------------
 

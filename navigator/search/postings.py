@@ -197,8 +197,10 @@ class PostingIndex:
         rows = np.cumsum(np.concatenate(([True], pairs[1:] != pairs[:-1]))) - 1
         table[rows, unique % FIELD_COUNT] = np.minimum(tallies, _MAX_FREQUENCY)
         pair_terms = pairs[starts] // count
-        pair_slots = slot_array[pairs[starts] % count]
-        coefficients = self._coefficients(self._lengths[pair_slots])
+        pair_texts = pairs[starts] % count
+        pair_slots = slot_array[pair_texts]
+        # each text's coefficients once, then one row per posting: the same values
+        coefficients = self._coefficients(self._lengths[slot_array])[pair_texts]
         pseudo = self._pseudo(table, coefficients).astype(np.float32)
         bounds = np.flatnonzero(np.concatenate(([True], pair_terms[1:] != pair_terms[:-1])))
         counts = np.diff(np.append(bounds, len(pair_terms)))

@@ -101,9 +101,13 @@ def _ascii_runs(text: str, separators: bytes, joiner: str, shortest: int) -> lis
     if shortest > 1:  # only tokens holding a joiner can hold such a run
         tokens = [token for token in tokens if joiner in token]
     runs: list[str] = []
+    doubled = joiner + joiner
     for token in tokens:
         if joiner not in token:
             runs.append(token)
+            continue
+        if shortest <= 2 and token[0] != joiner and token[-1] != joiner and doubled not in token:
+            runs.append(token)  # one run of two words or more: the usual case, found whole
             continue
         run: list[str] = []
         for part in token.split(joiner):
