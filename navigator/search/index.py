@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from navigator.addresses import Pattern
+from navigator.search.batch import BatchAnalyzer
 from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex, PostingState
@@ -360,11 +361,15 @@ class SearchIndex:
         return Hit(f"*/{role}/{name}", documents[0], holders, len(documents), score)
 
 
-def _analyse(index: SearchIndex, texts: list[_Analysed], first_slot: int) -> list[str]:
+def _analyse(
+    index: SearchIndex, terms: BatchAnalyzer, texts: list[_Analysed], first_slot: int
+) -> list[str]:
     """Index texts into ``index``'s postings, which must give them the slots from ``first_slot``
     on; the terms new to the postings, in order of first use."""
-    analyse = index._analyzer.tool_terms
-    slots, new_terms = index._postings.add_many([analyse(*text) for text in texts])
+    batch = terms.terms(texts)
+    slots, new_terms = index._postings.add_occurrences(
+        batch.count, batch.terms, batch.codes, batch.cells
+    )
     if slots != list(range(first_slot, first_slot + len(texts))):
         raise RuntimeError("an index build's texts did not get the slots it gave them")
     return new_terms
@@ -375,10 +380,11 @@ def _analyse_batches(index: SearchIndex) -> Callable[[Iterator[list[_Analysed]]]
     postings, then the postings and their new terms, for the parent to restore."""
 
     def work(batches: Iterator[list[_Analysed]]) -> tuple[PostingState, list[str]]:
+        terms = BatchAnalyzer(index._analyzer)
         new_terms: list[str] = []
         slot = 0
         for batch in batches:
-            new_terms += _analyse(index, batch, slot)
+            new_terms += _analyse(index, terms, batch, slot)
             slot += len(batch)
         return index._postings.export(), new_terms
 
@@ -406,6 +412,7 @@ class IndexBuild:
         "_queued",
         "_repeated",
         "_sent",
+        "_terms",
         "_worker",
     )
 
@@ -418,6 +425,7 @@ class IndexBuild:
         self._queued: list[_Analysed] = []  # texts waiting for their batch
         self._sent: list[_Analysed] = []  # texts the worker analyses, kept in case it fails
         self._worker: ForkedWorker | None = None
+        self._terms: BatchAnalyzer | None = None  # for texts analysed here
         # texts whose first member changed since their text was taken from another member
         self._first_changed: dict[_GroupKey, None] = {}
         # documents at an address already placed in this build: applied by ``upsert`` at the end
@@ -481,9 +489,14 @@ class IndexBuild:
             self._worker.send(batch)
             self._sent += batch
             return
-        index = self._index
-        index._vocabulary.add(_analyse(index, batch, self._analysed))
+        self._analyse_here(batch, self._analysed)
         self._analysed += len(batch)
+
+    def _analyse_here(self, texts: list[_Analysed], first_slot: int) -> None:
+        if self._terms is None:
+            self._terms = BatchAnalyzer(self._index._analyzer)
+        index = self._index
+        index._vocabulary.add(_analyse(index, self._terms, texts, first_slot))
 
     def finish(self) -> None:
         """Analyse what is left, take in the worker's postings, and settle what ``upsert`` would
@@ -498,12 +511,14 @@ class IndexBuild:
                     state, new_terms = worker.result()
                 except WorkerFailed:
                     log.warning("the index worker failed; analysing its texts in this process")
-                    index._vocabulary.add(_analyse(index, sent, 0))
+                    for start in range(0, len(sent), BUILD_BATCH):
+                        self._analyse_here(sent[start : start + BUILD_BATCH], start)
                 else:
                     index._postings.restore(state)
                     index._vocabulary.add(new_terms)
             if self._first_changed:
                 index._settle(self._first_changed)
+            self._terms = None
             if self._repeated:
                 index.upsert(self._repeated)
 

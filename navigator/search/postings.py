@@ -32,6 +32,7 @@ from navigator.search.ranking import FIELD_COUNT, RankingSettings, bm25_idf
 __all__ = ["PostingIndex", "PostingState"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 _MAX_FREQUENCY = 255
 _INITIAL_SLOTS = 64
@@ -172,24 +173,47 @@ class PostingIndex:
         """
         if not texts:
             return [], []
-        slots = [heapq.heappop(self._free) if self._free else self._grow() for _ in texts]
         count = len(texts)
         lengths = np.array([[len(terms) for terms in fields] for fields in texts], dtype=np.intp)
         lengths = lengths.reshape(count, FIELD_COUNT)
+        occurrences = list(chain.from_iterable(chain.from_iterable(texts)))
+        distinct = list(dict.fromkeys(occurrences))  # batch term ids, in order of first use
+        ids = dict(zip(distinct, range(len(distinct)), strict=True))
+        codes = np.fromiter(map(ids.__getitem__, occurrences), np.int64, len(occurrences))
+        cells = np.repeat(np.arange(count * FIELD_COUNT, dtype=np.int64), lengths.ravel())
+        return self._add(count, lengths, distinct, codes, cells)
+
+    def add_occurrences(
+        self, count: int, terms: list[str], codes: IntArray, cells: IntArray
+    ) -> tuple[list[int], list[str]]:
+        """``add_many`` of ``count`` texts given as their term occurrences, in any order:
+        ``terms`` are the distinct terms in the order ``add_many`` would first meet them, and
+        occurrence ``i`` is of ``terms[codes[i]]`` in cell ``cells[i]`` (text * FIELD_COUNT +
+        field). The same slots, postings and new terms as ``add_many`` of the same texts."""
+        if not count:
+            return [], []
+        lengths = np.bincount(cells, minlength=count * FIELD_COUNT).astype(np.intp)
+        return self._add(count, lengths.reshape(count, FIELD_COUNT), terms, codes, cells)
+
+    def _add(
+        self,
+        count: int,
+        lengths: npt.NDArray[np.intp],
+        distinct: list[str],
+        codes: IntArray,
+        occurrence_cells: IntArray,
+    ) -> tuple[list[int], list[str]]:
+        slots = [heapq.heappop(self._free) if self._free else self._grow() for _ in range(count)]
         slot_array = np.asarray(slots, dtype=np.intp)
         self._lengths[slot_array] = lengths
         for field, total in enumerate(lengths.sum(axis=0).tolist()):
             self._length_sums[field] += total
         self._live += count
         self._renormalise()
-        occurrences = list(chain.from_iterable(chain.from_iterable(texts)))
-        if not occurrences:
+        if not len(codes):
             return slots, []
-        distinct = list(dict.fromkeys(occurrences))  # batch term ids, in order of first use
-        ids = dict(zip(distinct, range(len(distinct)), strict=True))
-        codes = np.fromiter(map(ids.__getitem__, occurrences), np.int64, len(occurrences))
         cells = count * FIELD_COUNT  # cell: text * FIELD_COUNT + field
-        keys = codes * cells + np.repeat(np.arange(cells, dtype=np.int64), lengths.ravel())
+        keys = codes * cells + occurrence_cells
         unique, tallies = np.unique(keys, return_counts=True)  # by term, then text, then field
         pairs = unique // FIELD_COUNT  # term * count + text
         starts = np.flatnonzero(np.concatenate(([True], pairs[1:] != pairs[:-1])))

@@ -9,9 +9,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from navigator.search import SearchIndex, ToolDocument
 from navigator.search import index as index_module
+from navigator.search.batch import BatchAnalyzer
+from navigator.search.text import TextAnalyzer
 from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
 
 WORDS = [
@@ -199,3 +203,50 @@ def test_a_build_given_an_address_twice_keeps_the_last_as_upsert_does() -> None:
     )
     sequence = [*documents, again]
     assert_same(built(sequence), upserted(sequence), sequence)
+
+
+# -- the batch analysis gives each text the terms tool_terms gives it ----------------------------
+
+prose = st.lists(
+    st.sampled_from([*"ab Zc1-'_.,\x01é", "Kalo", "mi", "GitHub", "the", " ", "  "]), max_size=30
+).map("".join)
+analysed = st.tuples(
+    st.sampled_from(["list_tables", "getHTTP", "a", ""]),
+    prose,
+    prose,
+    st.lists(st.tuples(st.sampled_from(["id", "userName", "x"]), prose), max_size=3).map(tuple),
+    st.sampled_from(["postgres", "app-1", "mesh"]),
+)
+
+
+def sequential(texts: list[Any]) -> tuple[list[list[list[str]]], list[str]]:
+    analyzer = TextAnalyzer()
+    fields = [[list(field) for field in analyzer.tool_terms(*text)] for text in texts]
+    first_use = list(dict.fromkeys(t for text in fields for field in text for t in field))
+    return fields, first_use
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(analysed, max_size=12))
+def test_a_batch_has_the_terms_tool_terms_gives_each_text(texts: list[Any]) -> None:
+    fields, first_use = sequential(texts)
+    terms = BatchAnalyzer(TextAnalyzer())
+    for _ in range(2):  # and again, once every word is known
+        batch = terms.terms(texts)
+        assert batch.terms == first_use
+        got: list[list[list[str]]] = [[[] for _ in range(5)] for _ in texts]
+        for code, cell in zip(batch.codes.tolist(), batch.cells.tolist(), strict=True):
+            got[cell // 5][cell % 5].append(batch.terms[code])
+        assert [[sorted(field) for field in text] for text in got] == [
+            [sorted(field) for field in text] for text in fields
+        ]
+
+
+def test_a_batch_reads_long_texts_as_tool_terms_does() -> None:
+    long = " ".join(f"word{n} well-known user's" for n in range(2000))
+    parameters = tuple((f"p{n}", long) for n in range(70))
+    texts = [("name", long, "café " + long, parameters, "role"), ("x", "", "", (), "r")]
+    fields, first_use = sequential(texts)
+    batch = BatchAnalyzer(TextAnalyzer()).terms(texts)
+    assert batch.terms == first_use
+    assert len(batch.codes) == sum(len(field) for text in fields for field in text)
