@@ -3,8 +3,10 @@ navigator (grants read from the registry, arguments validated, call token signed
 FastMCP's own proxy over one long-lived client — alternating, in one run, on one machine.
 
 Prints p50/p95 of each, the milliseconds each hop adds over direct, calls/s with 10 concurrent
-clients, and the machine's load average before and after (the figures move with it: compare
-paths within one run, and repeat runs). Usage: python benchmarks/call_overhead.py [--calls N]
+clients, the CPU time the navigator's and the proxy's processes spend per call (the hop's own work,
+which other load on the machine does not inflate as it does wall time), and the machine's load
+average before and after (wall figures move with it: compare paths within one run, and repeat
+runs). Usage: python benchmarks/call_overhead.py [--calls N]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -67,6 +70,11 @@ async def _throughput(
     return sum(counts) / seconds
 
 
+def _cpu_s(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
 async def main(calls: int, seconds: float) -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +111,16 @@ async def main(calls: int, seconds: float) -> None:
                     "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
                 )
                 assert not result.is_error, result
+                hops = {
+                    "fastmcp proxy": psutil.Process(proxy.pid),
+                    "navigator": psutil.Process(mesh.navigator.pid),  # type: ignore[union-attr]
+                }
+                cpu_before = {name: _cpu_s(process) for name, process in hops.items()}
                 samples = await _alternate(paths, calls)
+                cpu_ms = {
+                    name: (_cpu_s(process) - cpu_before[name]) * 1000 / (calls + 20)
+                    for name, process in hops.items()
+                }
 
             async def make_direct() -> tuple[Client[StreamableHttpTransport], Call]:
                 c = Client(StreamableHttpTransport(backend_url))
@@ -141,6 +158,11 @@ async def main(calls: int, seconds: float) -> None:
     hop = statistics.median(samples["navigator"]) - base
     peer_hop = statistics.median(samples["fastmcp proxy"]) - base
     print(f"navigator hop / FastMCP proxy hop: {hop / peer_hop:.2f}x")
+    print(
+        f"CPU per call in the hop's process: navigator {cpu_ms['navigator']:.2f} ms, "
+        f"FastMCP proxy {cpu_ms['fastmcp proxy']:.2f} ms "
+        f"({cpu_ms['navigator'] / cpu_ms['fastmcp proxy']:.2f}x)"
+    )
     print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
 
 

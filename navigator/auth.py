@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio.to_thread
 from fastmcp.server.auth import TokenVerifier
 
 from navigator.errors import (
@@ -28,6 +27,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.limits import LIMITS
+from navigator.reads import short_read
 from navigator.settings import NavigatorSettings
 from registry import Registry, RegistryError, read_token_holder
 
@@ -90,9 +90,7 @@ class Authenticator:
             if access is None or not isinstance(subject, str) or not subject:
                 raise Unauthenticated()
             return Caller(subject, frozenset(access.scopes))
-        if self.registry.reads_inline:
-            return self.authenticate(token)
-        return await anyio.to_thread.run_sync(self.authenticate, token)
+        return await short_read(self.registry, self.authenticate, token)
 
 
 def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:

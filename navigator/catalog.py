@@ -22,9 +22,11 @@ import anyio.to_thread
 
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
+from navigator.reads import short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
+from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
@@ -416,12 +418,12 @@ class Catalog:
         Returns how many changes were applied. Far behind (more than a page of the log), it loads
         the whole catalogue again instead.
         """
-
-        def read() -> list[tuple[int, str]]:
-            with self.registry.transaction() as session:
-                return CatalogStore(session).changes_since(self.revision, limit=CATCH_UP_PAGE)
-
-        changes = await anyio.to_thread.run_sync(read)
+        changes = await short_read(
+            self.registry,
+            self.registry.rows,
+            CHANGES_SINCE,
+            {"after": self.revision, "limit": CATCH_UP_PAGE},
+        )
         if not changes:
             return 0
         if len(changes) >= CATCH_UP_PAGE:
@@ -462,17 +464,14 @@ class Catalog:
     async def refresh_heartbeats(self) -> list[str]:
         """Re-read every machine's heartbeat and announce the machines whose status moved since
         it was last announced — including those that went silent, which nothing else reports."""
-
-        def read() -> list[MachineRecord]:
-            with self.registry.transaction() as session:
-                return CatalogStore(session).machines()
-
-        records = await anyio.to_thread.run_sync(read)
-        for record in records:
-            state = self._state.machines.get(record.name)
+        rows = await short_read(self.registry, self.registry.rows, MACHINE_RECORDS, {})
+        machines = self._state.machines
+        for row in rows:
+            record = MachineRecord(*row)
+            state = machines.get(record.name)
             if state is None:
                 self._state.put_machine(record)
-            else:
+            elif record != state.record:
                 state.record = record
                 state.heartbeat_at = record.last_heartbeat_at
         return self._announce_status(datetime.now(UTC))

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import anyio.to_thread
 from mcp_types import CallToolResult
 
 from mesh.calltokens import sign_call_token
@@ -36,6 +35,7 @@ from navigator.errors import (
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections, ProgressSink
+from navigator.reads import short_read
 from navigator.search import Hit
 from navigator.validation import CompiledSchema, compile_schema
 from navigator.walk import walk
@@ -97,10 +97,7 @@ class Navigator:
         return await self._read(read)
 
     async def _read(self, read: Callable[[], T]) -> T:
-        """A short registry read: inline on SQLite (``Registry.reads_inline``), else a thread."""
-        if self.registry.reads_inline:
-            return read()
-        return await anyio.to_thread.run_sync(read)
+        return await short_read(self.registry, read)
 
     # --- paging ----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, Select, Text, cast, delete, func, select, text, update
+from sqlalchemy import Row, Select, Text, bindparam, cast, delete, func, select, text, update
 from sqlalchemy.orm import Session, selectinload
 
 from registry.errors import Conflict, NotFound
@@ -25,6 +25,8 @@ from registry.models import (
 )
 
 __all__ = [
+    "CHANGES_SINCE",
+    "MACHINE_RECORDS",
     "AssignmentPlace",
     "AssignmentRecord",
     "CatalogRow",
@@ -39,6 +41,24 @@ NODE_KEY_BYTES = 32
 NOTIFY_CHANNEL = "meshnav_catalog"
 #: Rows of the catalogue read at a time when it is streamed.
 CATALOG_ROWS_BATCH = 2000
+
+# The two reads a navigator makes on every tick of following the registry, as single statements
+# for ``Registry.rows`` (inline on SQLite, compiled once), not ORM sessions on a worker thread.
+#: The change log after ``after``, oldest first, at most ``limit`` entries: ``(id, machine)``.
+CHANGES_SINCE = (
+    select(CatalogChange.id, CatalogChange.machine)
+    .where(CatalogChange.id > bindparam("after"))
+    .order_by(CatalogChange.id)
+    .limit(bindparam("limit"))
+)
+#: Every machine, as ``MachineRecord`` fields in order (heartbeats change without a logged change).
+MACHINE_RECORDS = select(
+    Machine.name,
+    Machine.advertise_url,
+    Machine.heartbeat_s,
+    Machine.last_heartbeat_at,
+    Machine.retired_at,
+).order_by(Machine.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +178,7 @@ class CatalogStore:
             )
 
     def changes_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str]]:
-        rows = self.session.execute(
-            select(CatalogChange.id, CatalogChange.machine)
-            .where(CatalogChange.id > after)
-            .order_by(CatalogChange.id)
-            .limit(limit)
-        )
+        rows = self.session.execute(CHANGES_SINCE, {"after": after, "limit": limit})
         return [(int(i), str(m)) for i, m in rows]
 
     def last_change(self) -> int:
@@ -199,8 +214,7 @@ class CatalogStore:
         return _machine_record(self._machine(name))
 
     def machines(self) -> list[MachineRecord]:
-        rows = self.session.execute(select(Machine).order_by(Machine.name)).scalars()
-        return [_machine_record(m) for m in rows]
+        return [MachineRecord(*row) for row in self.session.execute(MACHINE_RECORDS)]
 
     def add_machine(
         self, name: str, *, advertise_url: str | None = None, heartbeat_s: int | None = None
