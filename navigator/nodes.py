@@ -9,14 +9,23 @@ of the caller's request ``_meta``.
 
 The navigator relays a node's answer; it does not consume it. Like FastMCP's own proxy, it does not
 hold the answer to the node's declared output schema (the agent's client checks what it receives;
-a node's schema bug must not turn into a navigator error that hides the real answer), and it sends
-``tools/call`` on the held session directly rather than through ``Client.call_tool_mcp``, whose
-tracing spans, trace-context injection and second session-monitoring task cost ~0.4 ms a call.
+a node's schema bug must not turn into a navigator error that hides the real answer).
+
+The client negotiates the protocol with the node (``server/discover``, or ``initialize`` for a
+server of the legacy era) and keeps the HTTP connection pool. On the sessionless era
+(2026-07-28), where a ``tools/call`` is one self-contained POST, the navigator writes that POST
+itself on the client's own pool — the body and headers the client's session would write, stamped
+by the session's own code — and reads the one answer it gets back, JSON or an event stream
+(progress passed on), never more than the answer limit (ADR 0019). This skips the session's
+message streams and tasks, ~10% of a relayed call's CPU. A node's request for input
+(``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -27,9 +36,10 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import httpx2
 from mcp import ClientSession
-from mcp.shared._httpx_utils import McpHttpClientFactory
+from mcp.shared._httpx_utils import McpHttpClientFactory, stream_within_origin
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mesh.calltokens import META_KEY
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
@@ -105,17 +115,124 @@ def import_client() -> None:
     _relay_transport()
 
 
+class _AnswerTooLarge(Exception):
+    """The node's answer passed the limit while it was being read."""
+
+
+class _NoAnswer(Exception):
+    """The node answered the POST with something other than a result for it."""
+
+
+_REQUEST_IDS = itertools.count(1)
+_ACCEPT = "application/json, text/event-stream"
+
+
+async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _AnswerTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _answer_from_events(
+    response: httpx2.Response, request_id: int, progress: ProgressSink | None, limit: int
+) -> dict[str, Any]:
+    """The response to ``request_id`` from an event stream, progress notifications passed on;
+    anything else the node streams (its log messages) is not the agent's and is dropped."""
+    size = 0
+    async for event in httpx2.EventSource(response, max_event_size=limit):
+        size += len(event.data)
+        if size > limit:
+            raise _AnswerTooLarge()
+        if not event.data:
+            continue
+        message = json.loads(event.data)
+        if not isinstance(message, dict):
+            continue
+        if message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+        params = message.get("params")
+        if (
+            progress is not None
+            and message.get("method") == "notifications/progress"
+            and isinstance(params, dict)
+            and params.get("progressToken") == request_id
+            and isinstance(params.get("progress"), int | float)
+        ):
+            total, note = params.get("total"), params.get("message")
+            await progress(
+                float(params["progress"]),
+                float(total) if isinstance(total, int | float) else None,
+                note if isinstance(note, str) else None,
+            )
+    raise _NoAnswer()
+
+
+async def _post_call(
+    client: Client[StreamableHttpTransport],
+    http: httpx2.AsyncClient,
+    endpoint: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    meta: dict[str, Any] | None,
+    progress: ProgressSink | None,
+) -> CallToolResult | InputRequiredResult:
+    """One sessionless ``tools/call`` POST on the client's pool, as its session would send it."""
+    session = client.session
+    request_id = next(_REQUEST_IDS)
+    request_meta = dict(meta or {})
+    if progress is not None:
+        request_meta["progressToken"] = request_id
+    request: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"_meta": request_meta, "name": tool, "arguments": arguments},
+    }
+    options: dict[str, Any] = {}
+    session._stamp(request, options)  # type: ignore[arg-type]  # protocol _meta, routing headers
+    headers = {"accept": _ACCEPT, "content-type": "application/json", **options["headers"]}
+    body = json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode()
+    limit = LIMITS.node_answer_bytes + LIMITS.envelope_bytes
+    async with stream_within_origin(
+        http, "POST", endpoint, content=body, headers=headers
+    ) as response:
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if response.status_code != 200:
+            raise _NoAnswer()
+        if kind == "application/json":
+            message = json.loads(await _read_capped(response, limit))
+        elif kind == "text/event-stream":
+            message = await _answer_from_events(response, request_id, progress, limit)
+        else:
+            raise _NoAnswer()
+    if not isinstance(message, dict) or message.get("id") != request_id:
+        raise _NoAnswer()
+    result = session._call_tool_adapter.validate_python(message.get("result"))
+    if not isinstance(result, CallToolResult | InputRequiredResult):
+        raise _NoAnswer()
+    return result
+
+
 async def _call_tool(
     client: Client[StreamableHttpTransport],
+    http: httpx2.AsyncClient | None,
+    endpoint: str,
     tool: str,
     arguments: dict[str, Any],
     *,
     meta: dict[str, Any] | None,
     progress: ProgressSink | None,
 ) -> CallToolResult:
-    """One ``tools/call`` on the held session, as FastMCP's proxy sends it: watched by the session
-    monitor (a dead connection fails the call instead of leaving it waiting), and a node's request
-    for input (SEP-2322) driven through the client's own handlers as ``call_tool_mcp`` would."""
+    """One ``tools/call``: on the sessionless era, our own POST on the client's pool; otherwise
+    on the held session, watched by the session monitor (a dead connection fails the call instead
+    of leaving it waiting). A node's request for input (SEP-2322) is driven through the client's
+    own handlers, as ``call_tool_mcp`` would."""
     request_meta = cast(RequestParamsMeta | None, meta)
 
     async def send(
@@ -131,7 +248,12 @@ async def _call_tool(
             allow_input_required=True,
         )
 
-    first = await client._await_with_session_monitoring(send(None, None))
+    if http is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        first = await _post_call(
+            client, http, endpoint, tool, arguments, meta=meta, progress=progress
+        )
+    else:
+        first = await client._await_with_session_monitoring(send(None, None))
     if isinstance(first, CallToolResult):
         return first
     driven = await client._await_with_session_monitoring(client._drive_input_required(first, send))
@@ -145,6 +267,8 @@ class NodeConnections:
 
     def __init__(self, *, verify: ssl.SSLContext | bool = True) -> None:
         self._clients: dict[str, Client[StreamableHttpTransport]] = {}
+        #: Each client's own HTTP connection pool, as its transport made it.
+        self._pools: dict[str, httpx2.AsyncClient] = {}
         self._lock = anyio.Lock()
         self._verify = verify
 
@@ -164,9 +288,13 @@ class NodeConnections:
             if client is None:
                 from fastmcp import Client
 
+                def pool(**kwargs: Any) -> httpx2.AsyncClient:
+                    self._pools[endpoint] = made = self._factory(**kwargs)
+                    return made
+
                 transport = _relay_transport()(
                     endpoint,
-                    httpx_client_factory=cast(McpHttpClientFactory, self._factory),
+                    httpx_client_factory=cast(McpHttpClientFactory, pool),
                     max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,
                 )
                 client = Client(transport, auto_initialize=True)
@@ -181,6 +309,7 @@ class NodeConnections:
 
     async def _close(self, endpoint: str) -> None:
         client = self._clients.pop(endpoint, None)
+        self._pools.pop(endpoint, None)  # closed with its client
         if client is None:
             return
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
@@ -210,11 +339,16 @@ class NodeConnections:
                     client = await self._client(endpoint)
                     result = await _call_tool(
                         client,
+                        self._pools.get(endpoint),
+                        endpoint,
                         tool,
                         arguments,
                         meta=None if token is None else {META_KEY: token()},
                         progress=progress,
                     )
+                except _AnswerTooLarge:
+                    await self._close(endpoint)
+                    raise NodeAnswerTooLarge() from None
                 except (Exception, BaseExceptionGroup) as error:
                     await self._close(endpoint)
                     if _is_connect_failure(error) and attempt == 1:

@@ -1,0 +1,157 @@
+"""The call path to a node over real HTTP: what a node receives, answers over the limit, progress,
+and both protocol eras (the sessionless POST the navigator writes, and the legacy session)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from fastmcp import Context, FastMCP
+from fastmcp.server.dependencies import get_http_headers
+from mcp_types import TextContent
+
+from mesh.calltokens import META_KEY
+from navigator.errors import NodeAnswerTooLarge, NodeUnavailable
+from navigator.limits import LIMITS
+from navigator.nodes import NodeConnections
+from tests.harness import free_port
+
+Scope = dict[str, Any]
+
+
+def _node() -> FastMCP:
+    server = FastMCP("node-under-test")
+
+    @server.tool
+    def echo(text: str) -> dict[str, str]:
+        return {"text": text}
+
+    @server.tool
+    def received(ctx: Context) -> dict[str, Any]:
+        """What reached the node: its request's ``_meta`` keys and HTTP header names."""
+        meta = dict((ctx.request_context.meta if ctx.request_context else None) or {})
+        headers = sorted(get_http_headers(include_all=True))
+        return {"meta": sorted(meta), "headers": headers, "token": meta.get(META_KEY)}
+
+    @server.tool
+    def big(size: int) -> str:
+        return "x" * size
+
+    @server.tool
+    async def steps(count: int, ctx: Context) -> str:
+        for step in range(count):
+            await ctx.report_progress(step + 1, count, f"step {step + 1}")
+        return "done"
+
+    return server
+
+
+def _legacy_only(app: Any) -> Any:
+    """The node's app as a server of the legacy era would answer: no ``server/discover``."""
+
+    async def guarded(scope: Scope, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"mcp-method") == b"server/discover":
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+@asynccontextmanager
+async def _serving(*, legacy: bool = False) -> AsyncIterator[str]:
+    port = free_port()
+    app = _node().http_app(path="/mcp")
+    config = uvicorn.Config(
+        _legacy_only(app) if legacy else app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
+
+
+@asynccontextmanager
+async def _connections() -> AsyncIterator[NodeConnections]:
+    connections = NodeConnections()
+    try:
+        yield connections
+    finally:
+        await connections.close()
+
+
+def _text(result: Any) -> str:
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_a_node_receives_the_call_token_and_nothing_of_the_caller(legacy: bool) -> None:
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        for _ in range(2):  # the second call on the held client and pool
+            result = await nodes.call(url, "received", {}, token=lambda: "signed", deadline_s=30)
+            seen = result.structured_content
+            assert isinstance(seen, dict)
+            assert seen["token"] == "signed"
+            assert "authorization" not in seen["headers"]
+            assert "cookie" not in seen["headers"]
+            era = nodes._clients[url].protocol_version
+            assert (era == "2026-07-28") is not legacy
+        echoed = await nodes.call(url, "echo", {"text": "é ☃"}, token=None, deadline_s=30)
+        assert echoed.structured_content == {"text": "é ☃"}
+        assert not any(key.startswith("io.modelcontextprotocol/") for key in echoed.meta or {})
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_progress_is_passed_on(legacy: bool) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        result = await nodes.call(
+            url, "steps", {"count": 3}, token=None, deadline_s=30, progress=sink
+        )
+    assert _text(result) == "done"
+    assert seen == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_an_answer_over_the_limit_is_refused_and_the_next_call_works(legacy: bool) -> None:
+    # On the legacy era the answer arrives as one event, which the client's event reader refuses
+    # past the same limit before anyone can measure it: that reads as a node not answering.
+    refusal = NodeUnavailable if legacy else NodeAnswerTooLarge
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        with pytest.raises(refusal):
+            await nodes.call(
+                url, "big", {"size": LIMITS.node_answer_bytes + 1}, token=None, deadline_s=60
+            )
+        fits = await nodes.call(url, "big", {"size": 1000}, token=None, deadline_s=30)
+        assert _text(fits) == "x" * 1000
+
+
+async def test_an_unknown_tool_and_a_gone_node_are_unavailable() -> None:
+    async with _serving() as url, _connections() as nodes:
+        result = await nodes.call(url, "no_such_tool", {}, token=None, deadline_s=30)
+        assert result.is_error  # the node's own answer, relayed
+    with pytest.raises(NodeUnavailable):
+        async with _connections() as nodes:
+            await nodes.call(url, "echo", {"text": "hi"}, token=None, deadline_s=30)
