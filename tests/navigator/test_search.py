@@ -631,6 +631,6 @@ def test_bulk_built_index_pages_like_one_built_document_by_document() -> None:
             index.search(query, permits=lambda _: True, limit=10)
             for index in (one_by_one, by_assignment, bulk)
         ]
-        expected = [(hit.address, hit.score) for hit in pages[0].hits]
+        remaining = [(hit.address, hit.score) for hit in pages[0].hits]
         for page in pages[1:]:
-            assert [(hit.address, hit.score) for hit in page.hits] == expected
+            assert [(hit.address, hit.score) for hit in page.hits] == remaining
