@@ -10,7 +10,12 @@ For every single-word lemma (and every irregular form WordNet's exception lists 
 holds the Snowball stems of the words related to its first two senses of each part of speech:
 
   near  the other lemmas of those senses (synonyms) and of their direct hypernyms
-  far   the lemmas of the hypernyms' hypernyms
+  far   the word's family — its derivationally related forms ("finance" -> "financial"), the
+        noun an adjective pertains to ("financial" -> "finance"), and what WordNet lists as
+        similar or to see also — then the lemmas of the hypernyms' hypernyms
+
+A derived form is often another thing than the word ("select" -> "selector", "price" ->
+"pricey"), so the family counts as little as a hypernym's hypernym (ADR 0014).
 
 Multi-word lemmas give their words ("musical_composition" gives "musical" and "composition").
 Stopwords, words shorter than three letters and the word's own stem are left out. Lines are
@@ -28,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
+from itertools import chain
 from pathlib import Path
 
 import Stemmer
@@ -45,7 +51,12 @@ SENSES = 2
 MAX_RELATED = 32
 _WORD = re.compile(r"[a-z]+")
 
-Synset = tuple[list[str], list[str]]  # lemmas, hypernym keys
+# A lexical relation from one lemma of a synset: (pointer symbol, target key, source word
+# number, target word number); word numbers count from 1, and 0 means the whole synset.
+Pointer = tuple[str, str, int, int]
+Synset = tuple[list[str], list[str], list[Pointer]]  # lemmas, hypernym keys, family pointers
+# Derivationally related form, pertainym, similar to, also see.
+FAMILY = ("+", "\\", "&", "^")
 
 
 def _read_from_sdist() -> Callable[[str], str]:
@@ -98,12 +109,16 @@ def _load(read: Callable[[str], str]) -> tuple[dict[str, Synset], dict[str, list
             lemmas = [fields[4 + 2 * i].lower().split("(")[0] for i in range(count)]
             at = 4 + 2 * count
             hypernyms = []
+            family: list[Pointer] = []
             for _ in range(int(fields[at])):
-                symbol, offset, target_pos = fields[at + 1 : at + 4]
+                symbol, offset, target_pos, words = fields[at + 1 : at + 5]
+                target = f"{'a' if target_pos == 's' else target_pos}:{offset}"
                 if symbol in ("@", "@i"):
-                    hypernyms.append(f"{'a' if target_pos == 's' else target_pos}:{offset}")
+                    hypernyms.append(target)
+                elif symbol in FAMILY:
+                    family.append((symbol, target, int(words[:2], 16), int(words[2:], 16)))
                 at += 4
-            synsets[f"{pos}:{fields[0]}"] = (lemmas, hypernyms)
+            synsets[f"{pos}:{fields[0]}"] = (lemmas, hypernyms, family)
         for line in read(f"index.{name}").splitlines():
             if line.startswith("  "):
                 continue
@@ -135,18 +150,27 @@ def _related(
     stem: Callable[[str], str],
 ) -> tuple[list[str], list[str]]:
     near: dict[str, None] = {}
+    family: dict[str, None] = {}
     far: dict[str, None] = {}
     own = set()
     for lemma in lemmas:
         own.add(stem(lemma))
         for key in senses.get(lemma, ()):
-            words, hypernyms = synsets[key]
+            words, hypernyms, pointers = synsets[key]
             _add_words(near, words, stem)
             for hypernym in hypernyms:
                 _add_words(near, synsets[hypernym][0], stem)
                 for second in synsets[hypernym][1]:
                     _add_words(far, synsets[second][0], stem)
+            number = words.index(lemma) + 1 if lemma in words else 0
+            for _symbol, target, source, target_word in pointers:
+                if source and source != number:
+                    continue  # a relation of another lemma of this sense
+                target_words = synsets[target][0]
+                chosen = [target_words[target_word - 1]] if target_word else target_words
+                _add_words(family, chosen, stem)
     near_stems = [word for word in near if word not in own][:MAX_RELATED]
+    far = dict.fromkeys(chain(family, far))  # the family first: the cap cuts hypernyms' first
     far_stems = [word for word in far if word not in own and word not in near][:MAX_RELATED]
     return near_stems, far_stems
 

@@ -78,6 +78,9 @@ class QueryPlan:
         return not self.terms and not self.holder_words
 
 
+_NO_RELATED: Related = ((), ())
+
+
 def _accumulate(weights: dict[str, float], key: str, weight: float) -> None:
     weights[key] = weights.get(key, 0.0) + weight
 
@@ -95,7 +98,9 @@ def plan_query(
 
     A word whose stem the index holds is a term with weight one per occurrence. A word naming a
     holder (or a part of a holder's name) weighs on that holder and is never corrected. Any other
-    word written as such is corrected against the vocabulary, at a reduced weight.
+    word written as such is corrected against the vocabulary, at a reduced weight — unless it is
+    an English word WordNet knows (it has related words): "seems" is not a misspelling of "see"
+    or "seen"; such a word reaches tools through its related words only.
 
     Last, the words related to the query's words (``related``) that the index holds and the query
     does not name join at a small weight: the largest any of the query's words gives them, never a
@@ -108,20 +113,20 @@ def plan_query(
     terms: dict[str, float] = {}
     holders: dict[str, float] = {}
     indexed = document_frequencies(word.stem for word in words)
-    for word, frequency in zip(words, indexed, strict=True):
+    relations = [
+        _NO_RELATED if word.surface in holder_words else related(word.surface) for word in words
+    ]
+    for word, frequency, relation in zip(words, indexed, relations, strict=True):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
         if frequency:
             _accumulate(terms, word.stem, 1.0)
-        elif word.correctable and word.surface not in holder_words:
+        elif word.correctable and word.surface not in holder_words and relation == _NO_RELATED:
             for term, distance in correct(word.surface, word.stem):
                 _accumulate(terms, term, settings.corrected_weights[distance - 1])
     near_weight, far_weight = settings.related_weights
     candidates: dict[str, float] = {}
-    for word in words:
-        if word.surface in holder_words:
-            continue
-        near, far = related(word.surface)
+    for near, far in relations:
         for stems, weight in ((near, near_weight), (far, far_weight)):
             for stem in stems:
                 if stem not in terms and candidates.get(stem, 0.0) < weight:

@@ -70,3 +70,26 @@ def test_related_words_stay_within_their_postings_budget() -> None:
     unbounded = SearchIndex()
     unbounded.upsert(documents)
     assert len(addresses(unbounded, "documentary", limit=50)) == 41
+
+
+def test_a_word_reaches_its_family_among_the_far_related_words() -> None:
+    # derivationally related forms and pertainyms: "finance" and "financial" stem apart
+    assert "financ" in related_words("financial")[1]
+    assert "financi" in related_words("finance")[1]
+    index = index_of(
+        doc("m/money/budget", "Plan your finances and budget"),
+        doc("m/weather/forecast", "The weather forecast for a city"),
+    )
+    assert addresses(index, "financial news") == ["m/money/budget"]
+
+
+def test_an_english_word_the_index_lacks_is_not_taken_for_a_misspelling() -> None:
+    index = index_of(
+        doc("m/view/see", "See what changed"),
+        doc("m/db/query", "Query a database"),
+    )
+    # "seems" is a word WordNet knows: not corrected to "see"; its related words reach nothing
+    assert addresses(index, "seems") == []
+    # words WordNet does not know are still corrected
+    assert addresses(index, "databse") == ["m/db/query"]
+    assert addresses(index, "seee") == ["m/view/see"]
