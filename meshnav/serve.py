@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import gc
-from typing import Any
-
-import anyio.to_thread
-import uvicorn
+from typing import TYPE_CHECKING, Any
 
 from meshnav.errors import CommandError
-from navigator.settings import NavigatorSettings
+
+if TYPE_CHECKING:
+    from navigator.settings import NavigatorSettings
 
 __all__ = ["serve_navigator"]
 
 
 async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> None:
-    settings = NavigatorSettings(**overrides)
     # Importing the server and loading the catalogue make long-lived objects by the million and
     # free next to none: the collector would only walk them again and again. ``running`` turns it
     # back on once the catalogue is loaded (and frozen out of its walks).
     gc.disable()
+    from navigator.settings import NavigatorSettings
+
+    settings = NavigatorSettings(**overrides)
     if stdio:
         await _serve_stdio(settings)
         return
+    import uvicorn
+
     from navigator.app import build_app
 
     app = build_app(settings)
@@ -35,6 +38,8 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
 async def _serve_stdio(settings: NavigatorSettings) -> None:
     """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN, resolved now:
     a missing or bad token stops it before it serves."""
+    import anyio.to_thread
+
     from navigator.errors import NavigatorError
     from navigator.server import build_mcp, running
     from navigator.services import Services

@@ -242,24 +242,25 @@ class _Contracts:
     kept (weakly) as long as a tool holds it — and, for one pass over rows, each digest's search
     document, so that a contract's JSON is decoded once per pass however many hold it."""
 
-    __slots__ = ("_documents", "_shared")
+    __slots__ = ("_seen", "_shared")
 
     def __init__(self, shared: _SharedContracts) -> None:
         self._shared = shared
-        self._documents: dict[str, ToolDocument] = {}
+        self._seen: dict[str, tuple[Contract, ToolDocument]] = {}
 
     def get(self, row: CatalogRow, holder: str, role: str) -> tuple[Contract, ToolDocument]:
         digest = str(row.contract_digest)
-        contract = self._shared.get(digest)
-        document = self._documents.get(digest)
-        if document is None or contract is None:
+        seen = self._seen.get(digest)
+        if seen is None:
             raw = str(row.definition)
+            contract = self._shared.get(digest)
             if contract is None:
                 contract = Contract(digest, raw)
                 self._shared.put(contract)
             document = document_from_tool(holder, role, json.loads(raw), digest)
-            self._documents[digest] = document
+            self._seen[digest] = (contract, document)
             return contract, document
+        contract, document = seen
         # Another holder of a contract seen in this pass: its text, at this holder's address.
         name = document.name
         return contract, ToolDocument(

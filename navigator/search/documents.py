@@ -70,6 +70,14 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+def _described(spec: Any) -> str:
+    """A parameter's description: its schema's ``description`` when that is a string."""
+    if type(spec) is dict or isinstance(spec, Mapping):
+        described = spec.get("description")
+        return described if isinstance(described, str) else ""
+    return ""
+
+
 def document_from_tool(
     holder: str, role: str, tool: Mapping[str, Any], contract_digest: str
 ) -> ToolDocument:
@@ -90,11 +98,7 @@ def document_from_tool(
     parameters: tuple[tuple[str, str], ...] = ()
     if _is_mapping(properties):
         parameters = tuple(
-            [
-                (key, _text(spec.get("description")) if _is_mapping(spec) else "")
-                for key, spec in properties.items()
-                if isinstance(key, str)
-            ]
+            [(key, _described(spec)) for key, spec in properties.items() if isinstance(key, str)]
         )
     return ToolDocument(
         f"{holder}/{role}/{name}",
