@@ -33,6 +33,7 @@ import gc
 import json
 import os
 import random
+import resource
 import signal
 import statistics
 import subprocess
@@ -255,6 +256,8 @@ class Navigator:
     first_search_s: float = 0.0
     peak_rss: int = 0
     ready_cpu_s: float = 0.0  # the process's CPU time until /readyz: less shaken by a busy host
+    worker_cpu_s: float = 0.0  # its index worker's (a forked child, reaped before /readyz)
+    host_load: float = 0.0  # the host's 1-minute load average when it was spawned
 
     def rss(self) -> int:
         return int(psutil.Process(self.process.pid).memory_info().rss)
@@ -294,6 +297,7 @@ class Processes:
         """Spawn a navigator and time it until /readyz answers and a first search answers."""
         started = time.perf_counter()
         navigator = self.spawn(name, database_url)
+        navigator.host_load = os.getloadavg()[0]
         watched = psutil.Process(navigator.process.pid)
         deadline = started + START_TIMEOUT_S
         async with httpx.AsyncClient(timeout=2.0) as http:
@@ -311,6 +315,7 @@ class Processes:
         navigator.ready_s = time.perf_counter() - started
         cpu = watched.cpu_times()
         navigator.ready_cpu_s = cpu.user + cpu.system
+        navigator.worker_cpu_s = cpu.children_user + cpu.children_system
         async with mcp_client(navigator.url, self.token) as client:
             result = await client.call_tool("search", {"query": FIRST_QUERY}, raise_on_error=False)
         if result.is_error:
@@ -427,8 +432,10 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     """In a fresh process, one look at the catalogue load (``Catalog.load``):
 
     read         CatalogStore.stream_catalog_rows alone (the load's read): seconds, RSS growth
-    load         the whole Catalog.load: seconds and RSS growth
-    functions    the load's build (in its worker thread) under cProfile: most own time
+    load         the whole Catalog.load: seconds, CPU of the loading process and of its index
+                 worker (a forked child analysing the texts), and RSS growth
+    functions    the load's build (in its worker thread) under cProfile: most own time of the
+                 loading process (the index worker's is not in it)
     allocations  Catalog.load under tracemalloc: live memory by the file that allocated it
     """
     import cProfile
@@ -444,6 +451,7 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     base = process.memory_info().rss
     figures: dict[str, Any] = {}
     started = time.perf_counter()
+    cpu_started = time.process_time()
     if mode == "read":
         with registry.transaction() as session:
             rows = CatalogStore(session).stream_catalog_rows()
@@ -474,6 +482,9 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
         ]
         figures["traced"] = sum(stat.size for stat in by_file)
     figures["seconds"] = time.perf_counter() - started
+    figures["cpu"] = time.process_time() - cpu_started
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    figures["worker_cpu"] = children.ru_utime + children.ru_stime
     gc.collect()
     figures["rss_growth"] = process.memory_info().rss - base
     registry.dispose()
@@ -503,6 +514,8 @@ def print_load_profile(url: str) -> None:
     _row("CatalogStore.stream_catalog_rows (SQL, rows)", f"{read['seconds']:.2f} s")
     _row("  RSS growth", _mb(read["rss_growth"]))
     _row("whole Catalog.load", f"{load['seconds']:.2f} s")
+    _row("  its CPU (user + system)", f"{load['cpu']:.2f} s")
+    _row("  its index worker's CPU, beside it", f"{load['worker_cpu']:.2f} s")
     _row("  RSS growth", _mb(load["rss_growth"]))
     _row(
         "catalogue and index build (load minus read)", f"{load['seconds'] - read['seconds']:.2f} s"
@@ -556,12 +569,13 @@ async def measure(
         processes.stop_all()
 
     print(f"\n{args.tools:,} tools on {args.machines:,} machines")
-    print("start (from spawn)")
+    print(f"start (from spawn; host load average {full_a.host_load:.1f} on {os.cpu_count()} cores)")
     _row("empty registry: /readyz answers", f"{empty.ready_s:.2f} s")
     _row("  its CPU time until then (user + system)", f"{empty.ready_cpu_s:.2f} s")
     _row("empty registry: first search answers", f"{empty.first_search_s:.2f} s")
     _row("full registry, navigator A: /readyz answers", f"{full_a.ready_s:.2f} s")
     _row("  its CPU time until then (user + system)", f"{full_a.ready_cpu_s:.2f} s")
+    _row("  its index worker's CPU, beside it", f"{full_a.worker_cpu_s:.2f} s")
     _row("full registry, navigator A: first search answers", f"{full_a.first_search_s:.2f} s")
     _row("full registry, navigator B (A running): first search", f"{full_b.first_search_s:.2f} s")
     print("memory (RSS after the first search, side by side)")

@@ -13,7 +13,7 @@ import itertools
 import json
 import operator
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -381,15 +381,21 @@ class Catalog:
 
     # --- loading ---------------------------------------------------------------------------
 
-    async def load(self) -> None:
+    async def load(self, meanwhile: Callable[[], object] | None = None) -> None:
         """Read the whole catalogue into a new view, built off the event loop while the rows
-        stream in, then switch to it: until then the previous view answers."""
-        revision, keys, state = await anyio.to_thread.run_sync(self._read_whole)
+        stream in, then switch to it: until then the previous view answers.
+
+        ``meanwhile`` runs in the loading thread once every row is read, while the index worker
+        finishes the last texts: work of the loading process's own that would wait otherwise.
+        """
+        revision, keys, state = await anyio.to_thread.run_sync(self._read_whole, meanwhile)
         self.node_keys = keys
         self._state = state
         self.revision = revision
 
-    def _read_whole(self) -> tuple[int, dict[str, bytes], _State]:
+    def _read_whole(
+        self, meanwhile: Callable[[], object] | None = None
+    ) -> tuple[int, dict[str, bytes], _State]:
         state = _State()
         contracts = _Contracts(self._contracts)
         # Building creates a million small objects and frees few: collecting meanwhile only walks
@@ -397,6 +403,7 @@ class Catalog:
         # a view holds no reference cycles, so refcounting frees it when the next one replaces it.
         collecting = gc.isenabled()
         gc.disable()
+        build = state.index.build()
         try:
             with self.registry.transaction() as session:
                 store = CatalogStore(session)
@@ -404,10 +411,13 @@ class Catalog:
                 keys = store.node_keys()
                 for machine in store.machines():
                     state.put_machine(machine)
-                with state.index.build() as build:
-                    for assignment, rows in _assignments(store.stream_catalog_rows()):
-                        build.add(state.put_assignment(assignment, rows, contracts))
+                for assignment, rows in _assignments(store.stream_catalog_rows()):
+                    build.add(state.put_assignment(assignment, rows, contracts))
+            build.finish(meanwhile)  # the transaction is over: the rest reads no row
             gc.freeze()
+        except BaseException:
+            build.abandon()
+            raise
         finally:
             if collecting:
                 gc.enable()

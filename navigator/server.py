@@ -62,14 +62,15 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     """The navigator's life: schema up to date, catalogue loaded, the registry followed."""
     if migrate_first:
         await anyio.to_thread.run_sync(migrate, services.settings.database_url)
-    await services.catalog.load()
+    # FastMCP's client is only for calls to nodes, so it is left out of the imports above; it is
+    # imported before serving, by the loading thread once every row is read, while the index
+    # worker finishes (ADR 0017): the loop is idle then, awaiting the load. Never in a worker
+    # thread beside the serving loop: the loop imports modules of its own on its first requests,
+    # and two threads importing the same modules deadlock (Python detects it and fails one
+    # import: measured, over stdio).
+    await services.catalog.load(meanwhile=import_client)
     gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
-    # FastMCP's client is only for calls to nodes, so it is left out of the imports above; it is
-    # imported here, before serving, on this thread. Not in a worker thread beside the serving
-    # loop: the loop imports modules of its own on its first requests, and two threads importing
-    # the same modules deadlock (Python detects it and fails one import: measured, over stdio).
-    import_client()
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
         try:

@@ -406,6 +406,7 @@ class IndexBuild:
 
     __slots__ = (
         "_analysed",
+        "_finished",
         "_first_changed",
         "_index",
         "_next_slot",
@@ -421,6 +422,7 @@ class IndexBuild:
             raise ValueError("only an empty index is built")
         self._index = index
         self._next_slot = 0
+        self._finished = False
         self._analysed = 0  # texts analysed here
         self._queued: list[_Analysed] = []  # texts waiting for their batch
         self._sent: list[_Analysed] = []  # texts the worker analyses, kept in case it fails
@@ -498,12 +500,19 @@ class IndexBuild:
         index = self._index
         index._vocabulary.add(_analyse(index, self._terms, texts, first_slot))
 
-    def finish(self) -> None:
+    def finish(self, meanwhile: Callable[[], object] | None = None) -> None:
         """Analyse what is left, take in the worker's postings, and settle what ``upsert`` would
-        have settled on the way: the index is then complete."""
+        have settled on the way: the index is then complete. ``meanwhile`` is called once the
+        last texts are sent, while the worker finishes them (or at once, without a worker).
+        Finishing a finished build does nothing."""
+        if self._finished:
+            return
+        self._finished = True
         index = self._index
         with index._lock:
             self._flush()
+            if meanwhile is not None:
+                meanwhile()
             worker, self._worker = self._worker, None
             if worker is not None:
                 sent, self._sent = self._sent, []
@@ -524,6 +533,7 @@ class IndexBuild:
 
     def abandon(self) -> None:
         """Stop the worker, if any; the index stays incomplete and is to be dropped."""
+        self._finished = True
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.abandon()

@@ -250,3 +250,21 @@ def test_a_batch_reads_long_texts_as_tool_terms_does() -> None:
     batch = BatchAnalyzer(TextAnalyzer()).terms(texts)
     assert batch.terms == first_use
     assert len(batch.codes) == sum(len(field) for text in fields for field in text)
+
+
+@pytest.mark.parametrize("worker", [False, True])
+def test_work_given_to_finish_runs_once_while_the_worker_finishes(
+    monkeypatch: pytest.MonkeyPatch, worker: bool
+) -> None:
+    if worker and not can_fork():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
+    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10 if worker else 10**9)
+    documents = catalogue(200)
+    index = SearchIndex()
+    calls: list[bool] = []
+    with index.build() as build:
+        build.add(documents)
+        build.finish(lambda: calls.append(build._worker is not None))
+    assert calls == [worker]  # before the worker's result was taken
+    assert answers(index) == answers(upserted(documents))
