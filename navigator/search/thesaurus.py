@@ -3,8 +3,9 @@
 A tool's text says what it does in its own words; an agent asks in its own. The table
 ``data/related-words.tsv.gz`` (built by ``scripts/build_thesaurus.py`` from Princeton WordNet 3.0,
 licence in ``data/WORDNET-LICENSE``) gives each English word the stems of its synonyms and
-hypernyms (*near*: "documentary" gives film, movie, picture) and of its hypernyms' hypernyms
-(*far*: product). It is a fixed lexical resource — no model, nothing learnt from a catalogue or a
+hypernyms (*near*: "documentary" gives film, movie, picture), and of its derivationally related
+forms and pertainyms and its hypernyms' hypernyms (*far*: "financial" gives finance; "documentary"
+gives product). It is a fixed lexical resource — no model, nothing learnt from a catalogue or a
 benchmark — so the same query always gives the same related words (ADR 0014).
 
 A word not in the table is reduced to its lemma by WordNet's own detachment rules ("apartments"
@@ -106,7 +107,8 @@ def _parse(fields: bytes) -> Related:
 
 @lru_cache(maxsize=8192)
 def related_words(word: str) -> Related:
-    """The stems related to a case-folded word: near (synonyms, hypernyms) and far."""
+    """The stems related to a case-folded word: near (synonyms, hypernyms) and far (derived
+    forms and pertainyms, then hypernyms' hypernyms)."""
     if not (word.isascii() and word.isalpha()) or len(word) > _MAX_WORD_LENGTH:
         return _NOTHING
     table = _load()
