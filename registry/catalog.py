@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import queue
 import secrets
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -408,10 +410,21 @@ class CatalogStore:
     def stream_catalog_rows(self, *, batch: int = CATALOG_ROWS_BATCH) -> Iterator[CatalogRow]:
         """The whole catalogue as ``catalog_rows`` gives it, read ``batch`` rows at a time (a
         server-side cursor on PostgreSQL) while the caller's transaction lasts: the navigator's
-        load, which builds as it reads instead of holding every row at once."""
+        load, which builds as it reads instead of holding every row at once.
+
+        Over a network (PostgreSQL) the next batch is fetched in a thread while the caller works
+        on the current one: the server's work and the wait for it overlap the caller's.
+        """
         self.session.flush()
         connection = self.session.connection().execution_options(yield_per=batch)
-        yield from _catalog_rows(connection.execute(_catalog_query(None)))
+        result = connection.execute(_catalog_query(None))
+        try:
+            if connection.dialect.name == "sqlite":  # a local file: nothing to wait for
+                yield from _catalog_rows(result)
+            else:
+                yield from _catalog_rows(_read_ahead(result.partitions()))
+        finally:
+            result.close()  # a reader that stops early closes the server-side cursor too
 
     def assignment(self, machine: str, role: str) -> AssignmentRecord:
         return self._record(self._assignment(machine, role))
@@ -466,6 +479,49 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
         .order_by(Machine.name, Assignment.role, Tool.name)
     )
     return query if machine is None else query.where(Machine.name == machine)
+
+
+_END = object()
+
+
+def _read_ahead(
+    chunks: Iterator[Sequence[Row[*tuple[Any, ...]]]],
+) -> Iterator[Row[*tuple[Any, ...]]]:
+    """The rows of ``chunks``, the next chunk fetched by a thread while these are consumed (at
+    most two ahead). An error fetching is raised here, in the caller's thread; a caller that
+    stops early stops the thread, and the thread is over before this generator is."""
+    ahead: queue.Queue[object] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ahead.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def fetch() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+        except BaseException as error:  # raised again in the caller's thread
+            put(error)
+            return
+        put(_END)
+
+    thread = threading.Thread(target=fetch, name="meshnav-catalogue-rows", daemon=True)
+    thread.start()
+    try:
+        while (item := ahead.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield from item  # type: ignore[misc]  # a chunk of rows
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _catalog_rows(rows: Iterable[Row[*tuple[Any, ...]]]) -> Iterator[CatalogRow]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -124,3 +125,40 @@ def test_heartbeat_records_the_time(registry: Registry) -> None:
     with registry.transaction() as session:
         seen = CatalogStore(session).machine("db1").last_heartbeat_at
     assert seen is not None and abs((seen - at).total_seconds()) < 1 and seen.tzinfo is not None
+
+
+def test_the_streamed_catalogue_is_the_listed_one_in_small_batches(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        for machine in ("m1", "m2", "m3"):
+            store.put_assignment(
+                machine, "app", module="app", tools=[tool(f"t{n}") for n in range(7)]
+            )
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        listed = store.catalog_rows()
+        assert list(store.stream_catalog_rows(batch=4)) == listed
+        assert len(listed) == 21
+        first = next(iter(store.stream_catalog_rows(batch=2)))  # a reader stopping early
+        assert first == listed[0]
+        assert store.last_change() > 0  # and the transaction goes on
+
+
+def test_rows_read_ahead_keep_their_order_and_raise_in_the_reader() -> None:
+    import threading
+
+    from registry.catalog import _read_ahead
+
+    chunks = [[(n, m) for m in range(3)] for n in range(50)]
+    assert list(_read_ahead(iter(chunks))) == [row for chunk in chunks for row in chunk]
+
+    def failing() -> Iterator[list[tuple[int, int]]]:
+        yield [(1, 1)]
+        raise RuntimeError("connection lost")
+
+    with pytest.raises(RuntimeError, match="connection lost"):
+        list(_read_ahead(failing()))
+    reader = _read_ahead(iter(chunks))
+    assert next(reader) == (0, 0)
+    reader.close()  # stops and joins its thread
+    assert not [t for t in threading.enumerate() if t.name == "meshnav-catalogue-rows"]
