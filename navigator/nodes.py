@@ -16,7 +16,7 @@ server of the legacy era) and keeps the HTTP connection pool. On the sessionless
 (2026-07-28), where a ``tools/call`` is one self-contained POST, the navigator writes that POST
 itself on the client's own pool — the body and headers the client's session would write, stamped
 by the session's own code — and reads the one answer it gets back, JSON or an event stream
-(progress passed on), never more than the answer limit (ADR 0019). This skips the session's
+(progress passed on), never more than the answer limit (ADR 0018). This skips the session's
 message streams and tasks, ~15% of a relayed call's CPU. A node's request for input
 (``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era.
 """
