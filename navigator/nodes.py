@@ -18,7 +18,8 @@ itself on the client's own pool — the body and headers the client's session wo
 by the session's own code — and reads the one answer it gets back, JSON or an event stream
 (progress passed on), never more than the answer limit (ADR 0018). This skips the session's
 message streams and tasks, ~15% of a relayed call's CPU. A node's request for input
-(``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era.
+(``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era;
+the answers the session reads are measured after it has read them (``_check_size``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.shared._httpx_utils import McpHttpClientFactory, stream_within_origin
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -125,6 +127,11 @@ class _NoAnswer(Exception):
 
 _REQUEST_IDS = itertools.count(1)
 _ACCEPT = "application/json, text/event-stream"
+#: The most of one answer read from a node: the answer limit and room for the JSON-RPC envelope.
+_READ_LIMIT = LIMITS.node_answer_bytes + LIMITS.envelope_bytes
+#: How the client's event reader, given ``_READ_LIMIT``, says an answer passed it (httpx2's
+#: ``SSEError`` text, carried in the error the session raises; tests/navigator/test_nodes.py).
+_PASSED_READ_LIMIT = f"exceeded the {_READ_LIMIT} byte limit"
 
 
 async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
@@ -143,8 +150,19 @@ async def _answer_from_events(
 ) -> dict[str, Any]:
     """The response to ``request_id`` from an event stream, progress notifications passed on;
     anything else the node streams (its log messages) is not the agent's and is dropped."""
+    try:
+        return await _answer_in(
+            httpx2.EventSource(response, max_event_size=limit), request_id, progress, limit
+        )
+    except httpx2.SSEError:  # the content type was checked: one event passed the limit
+        raise _AnswerTooLarge() from None
+
+
+async def _answer_in(
+    events: httpx2.EventSource, request_id: int, progress: ProgressSink | None, limit: int
+) -> dict[str, Any]:
     size = 0
-    async for event in httpx2.EventSource(response, max_event_size=limit):
+    async for event in events:
         size += len(event.data)
         if size > limit:
             raise _AnswerTooLarge()
@@ -198,7 +216,6 @@ async def _post_call(
     session._stamp(request, options)  # type: ignore[arg-type]  # protocol _meta, routing headers
     headers = {"accept": _ACCEPT, "content-type": "application/json", **options["headers"]}
     body = json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode()
-    limit = LIMITS.node_answer_bytes + LIMITS.envelope_bytes
     async with stream_within_origin(
         http, "POST", endpoint, content=body, headers=headers
     ) as response:
@@ -206,9 +223,9 @@ async def _post_call(
         if response.status_code != 200:
             raise _NoAnswer()
         if kind == "application/json":
-            message = json.loads(await _read_capped(response, limit))
+            message = json.loads(await _read_capped(response, _READ_LIMIT))
         elif kind == "text/event-stream":
-            message = await _answer_from_events(response, request_id, progress, limit)
+            message = await _answer_from_events(response, request_id, progress, _READ_LIMIT)
         else:
             raise _NoAnswer()
     if not isinstance(message, dict) or message.get("id") != request_id:
@@ -238,15 +255,24 @@ async def _call_tool(
     async def send(
         input_responses: InputResponses | None, request_state: str | None
     ) -> CallToolResult | InputRequiredResult:
-        return await client.session.call_tool(
-            name=tool,
-            arguments=arguments,
-            progress_callback=cast(ProgressFnT | None, progress),
-            meta=request_meta,
-            input_responses=input_responses,
-            request_state=request_state,
-            allow_input_required=True,
-        )
+        """On the session: its answers are measured here (ours are measured as they are read)."""
+        try:
+            result = await client.session.call_tool(
+                name=tool,
+                arguments=arguments,
+                progress_callback=cast(ProgressFnT | None, progress),
+                meta=request_meta,
+                input_responses=input_responses,
+                request_state=request_state,
+                allow_input_required=True,
+            )
+        except MCPError as error:
+            if _PASSED_READ_LIMIT in error.message:
+                raise _AnswerTooLarge() from None
+            raise
+        if isinstance(result, CallToolResult):
+            _check_size(result)
+        return result
 
     if http is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
         first = await _post_call(
@@ -295,7 +321,7 @@ class NodeConnections:
                 transport = _relay_transport()(
                     endpoint,
                     httpx_client_factory=cast(McpHttpClientFactory, pool),
-                    max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,
+                    max_sse_event_size=_READ_LIMIT,
                 )
                 client = Client(transport, auto_initialize=True)
                 await client.__aenter__()  # type: ignore[no-untyped-call]  # held open
@@ -357,7 +383,6 @@ class NodeConnections:
                         raise NodeUnavailable() from None
                     logger.info("node call failed: %s", type(error).__name__)
                     raise NodeUnavailable() from None
-                _check_size(result)
                 return _as_ours(result)
         assert scope.cancelled_caught
         await self._close(endpoint)
@@ -365,9 +390,10 @@ class NodeConnections:
 
 
 def _check_size(result: CallToolResult) -> None:
+    """An answer the session read, measured as the agent will receive it."""
     size = len(result.model_dump_json(by_alias=True, exclude_none=True))
     if size > LIMITS.node_answer_bytes:
-        raise NodeAnswerTooLarge()
+        raise _AnswerTooLarge()
 
 
 def _as_ours(result: CallToolResult) -> CallToolResult:

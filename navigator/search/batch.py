@@ -14,6 +14,7 @@ the same texts' ``tool_terms``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -121,19 +122,19 @@ class BatchAnalyzer:
             numbers.append(number)
         return tuple(numbers)
 
-    def _identifier(self, identifier: str) -> tuple[int, ...]:
-        numbers = self._identifier_ids.get(identifier)
+    def _memo(
+        self, known: dict[str, tuple[int, ...]], text: str, analyse: Callable[[str], list[str]]
+    ) -> tuple[int, ...]:
+        numbers = known.get(text)
         if numbers is None:
-            numbers = self._ids(self._analyzer.identifier_terms(identifier))
-            self._identifier_ids[identifier] = numbers
+            numbers = known[text] = self._ids(analyse(text))
         return numbers
 
+    def _identifier(self, identifier: str) -> tuple[int, ...]:
+        return self._memo(self._identifier_ids, identifier, self._analyzer.identifier_terms)
+
     def _parameter_text(self, text: str) -> tuple[int, ...]:
-        numbers = self._parameter_ids.get(text)
-        if numbers is None:
-            numbers = self._ids(self._analyzer.prose_terms(text))
-            self._parameter_ids[text] = numbers
-        return numbers
+        return self._memo(self._parameter_ids, text, self._analyzer.prose_terms)
 
     def terms(self, texts: list[AnalysedText]) -> TermBatch:
         """The terms of ``texts``, as ``tool_terms`` gives them."""

@@ -30,6 +30,10 @@ from typing import Any, BinaryIO
 
 __all__ = ["ForkedWorker", "WorkerFailed", "can_fork"]
 
+#: How long a child may run before it ends itself (100,000 tools take ~2.5 s of its CPU); past
+#: it the parent analyses the texts itself, so a stuck child costs a slower start, never a hung one.
+CHILD_LIMIT_S = 300
+
 _HEADER = struct.Struct("!Q")
 _PIPE_BYTES = 1 << 20
 _END = 0
@@ -153,19 +157,21 @@ class ForkedWorker:
 def _run_child(  # pragma: no cover  # runs in the forked child
     work: Callable[[Iterator[Any]], Any], from_parent: int, to_parent: int
 ) -> None:
-    status = 1
+    status = 1  # unless the result is sent: the parent sees the status and does the work itself
     try:
         # The parent's handlers would write to its event loop's wake-up socket: a signal for the
         # child ends it. Its parent's death ends its input, which ends it too.
         with contextlib.suppress(ValueError):
             signal.set_wakeup_fd(-1)
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
             signal.signal(number, signal.SIG_DFL)
+        # Forked from a process with other threads: should the work ever wait on a lock one of
+        # them held at the fork, the alarm ends the child, and the parent does the work.
+        signal.alarm(CHILD_LIMIT_S)
         with os.fdopen(from_parent, "rb", buffering=1 << 20) as stream:
             result = work(_frames(stream))
         _write_all(to_parent, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         status = 0
-    except BaseException:  # noqa: S110  # the parent sees the status and does the work
-        pass
     finally:
+        # On an exception too: leaving by ``os._exit`` unwinds and flushes nothing inherited.
         os._exit(status)

@@ -42,6 +42,11 @@ def _node() -> FastMCP:
         return "x" * size
 
     @server.tool
+    async def big_after_a_step(size: int, ctx: Context) -> str:
+        await ctx.report_progress(1, 1)  # the answer comes as an event stream
+        return "x" * size
+
+    @server.tool
     async def steps(count: int, ctx: Context) -> str:
         for step in range(count):
             await ctx.report_progress(step + 1, count, f"step {step + 1}")
@@ -135,16 +140,25 @@ async def test_progress_is_passed_on(legacy: bool) -> None:
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
-async def test_an_answer_over_the_limit_is_refused_and_the_next_call_works(legacy: bool) -> None:
-    # On the legacy era the answer arrives as one event, which the client's event reader refuses
-    # past the same limit before anyone can measure it: that reads as a node not answering.
-    refusal = NodeUnavailable if legacy else NodeAnswerTooLarge
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "events"])
+async def test_an_answer_over_the_limit_is_refused_and_the_next_call_works(
+    legacy: bool, streamed: bool
+) -> None:
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    tool = "big_after_a_step" if streamed else "big"
     async with _serving(legacy=legacy) as url, _connections() as nodes:
-        with pytest.raises(refusal):
+        with pytest.raises(NodeAnswerTooLarge):
             await nodes.call(
-                url, "big", {"size": LIMITS.node_answer_bytes + 1}, token=None, deadline_s=60
+                url,
+                tool,
+                {"size": LIMITS.node_answer_bytes + 1},
+                token=None,
+                deadline_s=60,
+                progress=sink if streamed else None,
             )
-        fits = await nodes.call(url, "big", {"size": 1000}, token=None, deadline_s=30)
+        fits = await nodes.call(url, tool, {"size": 1000}, token=None, deadline_s=30)
         assert _text(fits) == "x" * 1000
 
 

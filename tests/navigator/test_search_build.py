@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from navigator.search import SearchIndex, ToolDocument
 from navigator.search import index as index_module
+from navigator.search import worker as worker_module
 from navigator.search.batch import BatchAnalyzer
 from navigator.search.text import TextAnalyzer
 from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
@@ -161,6 +163,25 @@ def test_a_worker_sends_back_what_its_work_returns_and_reports_a_failure() -> No
 
     with pytest.raises(WorkerFailed):
         ForkedWorker(crash).result()
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
+def test_a_worker_that_raises_or_never_finishes_fails_and_does_not_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def raises(batches: Iterator[Any]) -> Any:
+        raise RuntimeError("in the child")
+
+    with pytest.raises(WorkerFailed):
+        ForkedWorker(raises).result()
+
+    monkeypatch.setattr(worker_module, "CHILD_LIMIT_S", 1)  # read by the child at the fork
+
+    def stuck(batches: Iterator[Any]) -> Any:
+        threading.Event().wait()  # as a lock held by a thread the fork did not copy
+
+    with pytest.raises(WorkerFailed):
+        ForkedWorker(stuck).result()
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
