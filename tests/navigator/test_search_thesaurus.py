@@ -93,3 +93,16 @@ def test_an_english_word_the_index_lacks_is_not_taken_for_a_misspelling() -> Non
     # words WordNet does not know are still corrected
     assert addresses(index, "databse") == ["m/db/query"]
     assert addresses(index, "seee") == ["m/view/see"]
+
+
+def test_a_word_reaches_the_words_of_its_definition_but_not_wordnets_common_ones() -> None:
+    # "horoscope": a diagram of the positions of the planets and signs of the zodiac ...
+    assert {"zodiac", "planet"} <= set(related_words("horoscope")[1])
+    # words that more than one WordNet definition in 200 uses say nothing of one word
+    for word in ("like", "tool", "list"):
+        assert not {"use", "person", "someth", "relat"} & set(related_words(word)[1])
+    index = index_of(
+        doc("m/stars/reading", "Your day read from the zodiac"),
+        doc("m/money/convert", "Convert an amount between currencies"),
+    )
+    assert addresses(index, "my horoscope") == ["m/stars/reading"]
