@@ -5,8 +5,9 @@
 Catalogues:
   * MetaTool (shared/datasets/metatool): 199 tools, 20,544 single-tool queries, 497 two-tool
     queries (MIT, Huang et al. 2023).
-  * The MCP reference servers (benchmarks/data/mcp_catalog.json): 99 real tools of 12 servers,
-    with hand-written queries; the misspelled ones are scored apart.
+  * Real MCP servers (benchmarks/data/mcp_catalog.json): 179 real tools of 23 servers (the
+    reference servers, docker, stripe and kubernetes), with hand-written queries; the misspelled
+    ones are scored apart.
 
 Each is indexed by meshnav's ``SearchIndex`` with the settings the product ships (every tool on
 holder ``mesh``; MetaTool's under one role, the MCP tools under their server's name), and by the
