@@ -204,8 +204,8 @@ def main() -> None:
     mcp_tools, mcp_queries = load_mcp_catalog()
     plain = [q for q in mcp_queries if q.kind == "plain"]
     typos = [q for q in mcp_queries if q.kind == "typo"]
-    compare(f"MCP reference servers, {len(mcp_tools)} tools", mcp_tools, plain)
-    compare("MCP reference servers, misspelled queries", mcp_tools, typos)
+    compare(f"Real MCP servers, {len(mcp_tools)} tools", mcp_tools, plain)
+    compare("Real MCP servers, misspelled queries", mcp_tools, typos)
 
 
 if __name__ == "__main__":
