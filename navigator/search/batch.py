@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -113,14 +114,17 @@ class BatchAnalyzer:
 
     def _ids(self, terms: list[str] | tuple[str, ...]) -> tuple[int, ...]:
         ids = self._term_ids
-        numbers = []
+        numbers = tuple(map(ids.get, terms))
+        if None not in numbers:  # the usual case: every term seen before
+            return cast("tuple[int, ...]", numbers)
+        found = []
         for term in terms:
             number = ids.get(term)
             if number is None:
                 number = ids[term] = len(self._terms)
                 self._terms.append(term)
-            numbers.append(number)
-        return tuple(numbers)
+            found.append(number)
+        return tuple(found)
 
     def _memo(
         self, known: dict[str, tuple[int, ...]], text: str, analyse: Callable[[str], list[str]]

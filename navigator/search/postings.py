@@ -7,6 +7,8 @@ the BM25F pseudo-frequency — the field-weighted, length-normalised sum — as 
 costs, per query term, one saturation and one scatter-add over that term's postings; adding a text
 appends a few bytes per term; removing texts rewrites only the arrays of the terms they used.
 
+A field's length counts its words once: a word kept as written beside its stem (``text.WRITTEN``)
+is not counted again, so a text's length does not depend on how many of its words are inflected.
 Length normalisation divides by each field's average length. To keep the stored pseudo-frequencies
 valid while texts come and go, the average used is quantised to steps of 2 %: it moves only when
 the true average has drifted that far. Then the normalisation's version changes, and each term
@@ -28,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from navigator.search.ranking import FIELD_COUNT, RankingSettings, bm25_idf
+from navigator.search.text import WRITTEN
 
 __all__ = ["PostingIndex", "PostingState"]
 
@@ -99,6 +102,11 @@ class PostingState:
     free: list[int]
     averages: FloatArray
     version: int
+
+
+def _length(terms: Sequence[str]) -> int:
+    """A field's length: its terms, less the words kept as written beside their stems."""
+    return len(terms) - sum(term.startswith(WRITTEN) for term in terms)
 
 
 def _quantised(total: int, count: int) -> float:
@@ -174,13 +182,15 @@ class PostingIndex:
         if not texts:
             return [], []
         count = len(texts)
-        lengths = np.array([[len(terms) for terms in fields] for fields in texts], dtype=np.intp)
-        lengths = lengths.reshape(count, FIELD_COUNT)
+        sizes = [len(terms) for fields in texts for terms in fields]
+        lengths = np.array(
+            [[_length(terms) for terms in fields] for fields in texts], dtype=np.intp
+        ).reshape(count, FIELD_COUNT)
         occurrences = list(chain.from_iterable(chain.from_iterable(texts)))
         distinct = list(dict.fromkeys(occurrences))  # batch term ids, in order of first use
         ids = dict(zip(distinct, range(len(distinct)), strict=True))
         codes = np.fromiter(map(ids.__getitem__, occurrences), np.int64, len(occurrences))
-        cells = np.repeat(np.arange(count * FIELD_COUNT, dtype=np.int64), lengths.ravel())
+        cells = np.repeat(np.arange(count * FIELD_COUNT, dtype=np.int64), sizes)
         return self._add(count, lengths, distinct, codes, cells)
 
     def add_occurrences(
@@ -192,7 +202,9 @@ class PostingIndex:
         field). The same slots, postings and new terms as ``add_many`` of the same texts."""
         if not count:
             return [], []
-        lengths = np.bincount(cells, minlength=count * FIELD_COUNT).astype(np.intp)
+        written = np.fromiter((term.startswith(WRITTEN) for term in terms), bool, len(terms))
+        counted = cells[~written[codes]] if written.any() else cells
+        lengths = np.bincount(counted, minlength=count * FIELD_COUNT).astype(np.intp)
         return self._add(count, lengths.reshape(count, FIELD_COUNT), terms, codes, cells)
 
     def _add(

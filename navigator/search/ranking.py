@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from navigator.search.text import QueryWord
+from navigator.search.text import WRITTEN, QueryWord
 from navigator.search.thesaurus import Related
 from navigator.search.vocabulary import Correction
 
@@ -47,6 +47,9 @@ class RankingSettings:
     # words of a query touch at most this many postings in all.
     related_weights: tuple[float, float] = (0.25, 0.125)
     related_postings: int = 8_192
+    # A query word whose stem is another string also asks for itself as written, at this weight
+    # (on top of its stem's): the tool that says "networks" before the one that says "network".
+    written_weight: float = 0.25
 
     def __post_init__(self) -> None:
         if len(self.field_weights) != FIELD_COUNT:
@@ -96,11 +99,13 @@ def plan_query(
 ) -> QueryPlan:
     """Turn a query's words into weighted index terms and holder words.
 
-    A word whose stem the index holds is a term with weight one per occurrence. A word naming a
-    holder (or a part of a holder's name) weighs on that holder and is never corrected. Any other
-    word written as such is corrected against the vocabulary, at a reduced weight — unless it is
-    an English word WordNet knows (it has related words): "seems" is not a misspelling of "see"
-    or "seen"; such a word reaches tools through its related words only.
+    A word whose stem the index holds is a term with weight one per occurrence; if the word is not
+    its own stem and the index holds it as written too, that form joins at ``written_weight`` per
+    occurrence (ADR 0019). A word naming a holder (or a part of a holder's name) weighs on that
+    holder and is never corrected. Any other word written as such is corrected against the
+    vocabulary, at a reduced weight — unless it is an English word WordNet knows (it has related
+    words): "seems" is not a misspelling of "see" or "seen"; such a word reaches tools through its
+    related words only.
 
     Last, the words related to the query's words (``related``) that the index holds and the query
     does not name join at a small weight: the largest any of the query's words gives them, never a
@@ -112,15 +117,21 @@ def plan_query(
     words = list(words)
     terms: dict[str, float] = {}
     holders: dict[str, float] = {}
-    indexed = document_frequencies(word.stem for word in words)
+    written = [WRITTEN + word.surface if word.surface != word.stem else "" for word in words]
+    found = document_frequencies([word.stem for word in words] + written)
+    indexed, written_indexed = found[: len(words)], found[len(words) :]
     relations = [
         _NO_RELATED if word.surface in holder_words else related(word.surface) for word in words
     ]
-    for word, frequency, relation in zip(words, indexed, relations, strict=True):
+    for word, frequency, as_written, written_frequency, relation in zip(
+        words, indexed, written, written_indexed, relations, strict=True
+    ):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
         if frequency:
             _accumulate(terms, word.stem, 1.0)
+            if written_frequency:
+                _accumulate(terms, as_written, settings.written_weight)
         elif word.correctable and word.surface not in holder_words and relation == _NO_RELATED:
             for term, distance in correct(word.surface, word.stem):
                 _accumulate(terms, term, settings.corrected_weights[distance - 1])

@@ -6,7 +6,10 @@ are split on ``_``, ``-``, ``.`` and camelCase boundaries (``listDatabases``, ``
 into words; a camelCase word in prose is usually a proper name (``GitHub``, ``PostgreSQL``), so it
 is kept whole and its parts are added beside it. Every word is case-folded, English stopwords are
 dropped, and what remains is reduced to its Snowball (Porter 2) stem, so that "tables", "table" and
-"tabled" meet. Nothing here depends on the catalogue: the same text always gives the same terms.
+"tabled" meet. A word whose stem differs from it is also kept as written, marked (``=networks``
+beside ``network``): the stem makes "networks" find "network", and the word as written lets a query
+for "networks" prefer the tool that lists networks to the one that creates a network (ADR 0019).
+Nothing here depends on the catalogue: the same text always gives the same terms.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hint
 
 __all__ = [
     "STOPWORDS",
+    "WRITTEN",
     "QueryWord",
     "TextAnalyzer",
     "split_identifier",
 ]
+
+# The mark of a term that is a word as written rather than a stem ("=networks"): no stem has it,
+# since words are runs of letters and digits.
+WRITTEN = "="
 
 # NLTK's English stopword list: the standard list, nothing chosen for a particular catalogue.
 # Apostrophes are dropped, as they are from the words of a text.
@@ -227,7 +235,8 @@ class TextAnalyzer:
         return [word for word in split_identifier(identifier) if self._keep(word)]
 
     def prose_terms(self, text: str) -> list[str]:
-        """The terms of prose: ``prose_surfaces`` stemmed, in the same order."""
+        """The terms of prose: ``prose_surfaces`` in order, each as its stem and, where that
+        differs, as written (``_word_terms``)."""
         if text.isascii():  # NFKC leaves ASCII as it is
             if "'" in text:  # ``_WORD``: words joined by apostrophes are one
                 raws = _ascii_runs(text, _ASCII_APOSTROPHE_RUNS, "'", 1)
@@ -244,7 +253,7 @@ class TextAnalyzer:
         return terms
 
     def identifier_terms(self, identifier: str) -> list[str]:
-        """The terms of an identifier: ``identifier_surfaces`` stemmed, in the same order."""
+        """The terms of an identifier: ``identifier_surfaces`` in order, as ``prose_terms``."""
         terms = self._identifiers.get(identifier)
         if terms is None:
             if identifier.isascii():
@@ -279,18 +288,28 @@ class TextAnalyzer:
                     cache[raw] = analyse(raw)
             return list(chain.from_iterable(map(cache.__getitem__, raws)))
 
+    def _word_terms(self, words: list[str]) -> tuple[str, ...]:
+        """The terms of case-folded words: each kept word's stem, followed by the word as
+        written (``WRITTEN`` + word) when the stem is another string."""
+        terms: list[str] = []
+        for word in words:
+            if self._keep(word):
+                stem = self.stem(word)
+                terms.append(stem)
+                if stem != word:
+                    terms.append(WRITTEN + word)
+        return tuple(terms)
+
     def _analyse_word(self, raw: str) -> tuple[str, ...]:
         word = raw.replace("'", "")
         parts = _camel_parts(word)
-        words = [word.casefold(), *parts] if len(parts) > 1 else [word.casefold()]
-        return tuple(self.stem(each) for each in words if self._keep(each))
+        return self._word_terms([word.casefold(), *parts] if len(parts) > 1 else [word.casefold()])
 
     def _analyse_compound(self, compound: str) -> tuple[str, ...]:
-        word = compound.replace("-", "").replace("'", "").casefold()
-        return (self.stem(word),) if self._keep(word) else ()
+        return self._word_terms([compound.replace("-", "").replace("'", "").casefold()])
 
     def _analyse_identifier_word(self, raw: str) -> tuple[str, ...]:
-        return tuple(self.stem(part) for part in _camel_parts(raw) if self._keep(part))
+        return self._word_terms(_camel_parts(raw))
 
     def tool_terms(
         self,

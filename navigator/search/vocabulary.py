@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from navigator.search.text import WRITTEN
+
 __all__ = ["Correction", "Vocabulary"]
 
 # A correction: a term of the index, and its distance from the query word's stem.
@@ -49,8 +51,10 @@ class Vocabulary:
         return self._size
 
     def add(self, terms: Iterable[str]) -> None:
-        """Terms new to the index."""
+        """Terms new to the index (words as written are left out: corrections are to stems)."""
         for term in terms:
+            if term.startswith(WRITTEN):
+                continue
             self._buckets.setdefault((term[0], len(term)), {})[term] = term
             self._size += 1
             self._cache.pop(term[0], None)
@@ -58,6 +62,8 @@ class Vocabulary:
     def discard(self, terms: Iterable[str]) -> None:
         """Terms the index no longer holds."""
         for term in terms:
+            if term.startswith(WRITTEN):
+                continue
             key = (term[0], len(term))
             bucket = self._buckets[key]
             del bucket[term]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from navigator.addresses import parse_pattern
 from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
-from navigator.search.text import TextAnalyzer, split_identifier
+from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,6 +113,44 @@ def test_a_query_naming_a_tool_in_camel_case_finds_its_snake_case_twin() -> None
 def test_stemming_meets_plural_and_verb_forms() -> None:
     index = index_of(doc("h/r/t", "Describes one table and its column."), doc("h/r/u", "Other."))
     assert addresses(index, "describing tables columns") == ["h/r/t"]
+
+
+def test_an_inflected_word_is_kept_as_written_beside_its_stem() -> None:
+    analyzer = TextAnalyzer()
+    assert analyzer.prose_terms("Lists the Docker networks") == [
+        "list",
+        f"{WRITTEN}lists",
+        "docker",
+        "network",
+        f"{WRITTEN}networks",
+    ]
+    assert analyzer.identifier_terms("list_networks") == ["list", "network", f"{WRITTEN}networks"]
+
+
+def test_a_word_as_written_is_not_counted_again_in_its_fields_length() -> None:
+    index = index_of(doc("h/r/a", "Docker networks"), doc("h/r/b", "Docker network"))
+    first, second = index.search("docker", permits=allow_all).hits
+    assert (first.address, second.address) == ("h/r/a", "h/r/b")  # a tie, in address order
+    assert first.score == second.score
+
+
+def test_the_word_as_written_orders_a_family_of_tools() -> None:
+    index = index_of(
+        doc("h/docker/create_network", "Create a Docker network."),
+        doc("h/docker/list_networks", "List all Docker networks."),
+        doc("h/docker/remove_network", "Remove a Docker network."),
+    )
+    assert addresses(index, "what docker networks exist")[0] == "h/docker/list_networks"
+    assert addresses(index, "a new docker network")[0] == "h/docker/create_network"
+    # the stem still meets every inflection
+    assert len(addresses(index, "networking")) == 3
+
+
+def test_misspellings_are_corrected_to_stems_never_to_words_as_written() -> None:
+    index = index_of(doc("h/docker/list_networks", "List all Docker networks."))
+    assert addresses(index, "netwroks") == ["h/docker/list_networks"]
+    corrections = index._vocabulary.correct("netwroks", "netwrok")
+    assert corrections and all(not term.startswith(WRITTEN) for term, _ in corrections)
 
 
 @settings(max_examples=300, deadline=None)
