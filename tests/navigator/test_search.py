@@ -141,7 +141,8 @@ def test_the_word_as_written_orders_a_family_of_tools() -> None:
         doc("h/docker/remove_network", "Remove a Docker network."),
     )
     assert addresses(index, "what docker networks exist")[0] == "h/docker/list_networks"
-    assert addresses(index, "a new docker network")[0] == "h/docker/create_network"
+    # a word that is its own stem favours none of them: the three tie
+    assert len({hit.score for hit in index.search("docker network", permits=allow_all).hits}) == 1
     # the stem still meets every inflection
     assert len(addresses(index, "networking")) == 3
 
@@ -149,22 +150,28 @@ def test_the_word_as_written_orders_a_family_of_tools() -> None:
 def test_misspellings_are_corrected_to_stems_never_to_words_as_written() -> None:
     index = index_of(doc("h/docker/list_networks", "List all Docker networks."))
     assert addresses(index, "netwroks") == ["h/docker/list_networks"]
-    corrections = index._vocabulary.correct("netwroks", "netwrok")
-    assert corrections and all(not term.startswith(WRITTEN) for term, _ in corrections)
+    assert len(index._vocabulary) == 3  # list, docker, network: not "=networks"
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="aZ9-_ '.,é", max_size=40))
+@given(st.text(alphabet="aZ9-_ '.,ésding", max_size=40))
 def test_the_analyzers_fast_paths_give_what_the_plain_reading_gives(text: str) -> None:
     """Prose and identifiers read through the ASCII shortcuts and the whole-text caches give
-    exactly the words (surfaces, stemmed) the plain reading gives, twice in a row."""
+    exactly the terms the plain reading gives — each word's stem, then the word as written when
+    it is not its own stem — twice in a row."""
     analyzer = TextAnalyzer()
-    stem = analyzer.stem
+
+    def plain(words: list[str]) -> list[str]:
+        terms = []
+        for word in words:
+            terms.append(analyzer.stem(word))
+            if terms[-1] != word:
+                terms.append(WRITTEN + word)
+        return terms
+
     for _ in range(2):
-        assert analyzer.prose_terms(text) == [stem(w) for w in analyzer.prose_surfaces(text)]
-        assert analyzer.identifier_terms(text) == [
-            stem(w) for w in analyzer.identifier_surfaces(text)
-        ]
+        assert analyzer.prose_terms(text) == plain(analyzer.prose_surfaces(text))
+        assert analyzer.identifier_terms(text) == plain(analyzer.identifier_surfaces(text))
         fields = analyzer.tool_terms(text, "", "", ((text, text),), text)
         assert fields[3] == analyzer.identifier_terms(text) + analyzer.prose_terms(text)
 
