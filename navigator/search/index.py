@@ -25,6 +25,7 @@ import numpy as np
 
 from navigator.addresses import Pattern
 from navigator.search.batch import BatchAnalyzer
+from navigator.search.commonness import zipf_frequency
 from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex, PostingState
@@ -261,6 +262,7 @@ class SearchIndex:
             holder_words=self._holders_by_word,
             correct=self._vocabulary.correct,
             related=related_words,
+            commonness=zipf_frequency,
             settings=self._settings,
         )
         if plan.empty:

@@ -50,10 +50,25 @@ class RankingSettings:
     # A query word whose stem is another string also asks for itself as written, at this weight
     # (on top of its stem's): the tool that says "networks" before the one that says "network".
     written_weight: float = 0.25
+    # A query word counts fully up to the first Zipf frequency in general English (one word in
+    # about 30,000), then less as it gets commoner, down to ``common_weight`` at the second (one
+    # word in about 300) and beyond: "help me find" says less than "stock" (``commonness``).
+    common_zipf: tuple[float, float] = (4.5, 6.5)
+    common_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if len(self.field_weights) != FIELD_COUNT:
             raise ValueError("one weight per field")
+        if not self.common_zipf[0] < self.common_zipf[1]:
+            raise ValueError("common_zipf runs from the rare end to the common one")
+
+    def word_weight(self, zipf: float) -> float:
+        """A query word's weight by its Zipf frequency in general English: 1 for a word no
+        commoner than the first of ``common_zipf``, falling linearly in Zipf to
+        ``common_weight`` at the second."""
+        rare, common = self.common_zipf
+        share = min(max((zipf - rare) / (common - rare), 0.0), 1.0)
+        return 1.0 - share * (1.0 - self.common_weight)
 
     def saturate(self, pseudo_frequency: float) -> float:
         """BM25's term-frequency saturation of a (weighted, normalised) frequency."""
@@ -95,24 +110,26 @@ def plan_query(
     holder_words: Mapping[str, object],
     correct: Callable[[str, str], tuple[Correction, ...]],
     related: Callable[[str], Related],
+    commonness: Callable[[str], float],
     settings: RankingSettings,
 ) -> QueryPlan:
     """Turn a query's words into weighted index terms and holder words.
 
-    A word whose stem the index holds is a term with weight one per occurrence; if the word is not
-    its own stem and the index holds it as written too, that form joins at ``written_weight`` per
-    occurrence (ADR 0019). A word naming a holder (or a part of a holder's name) weighs on that
-    holder and is never corrected. Any other word written as such is corrected against the
-    vocabulary, at a reduced weight — unless it is an English word WordNet knows (it has related
-    words): "seems" is not a misspelling of "see" or "seen"; such a word reaches tools through its
-    related words only.
+    A word whose stem the index holds is a term with the word's weight per occurrence: one, less
+    for a word common in general English (``commonness`` gives its Zipf frequency; ADR 0020). If
+    the word is not its own stem and the index holds it as written too, that form joins at
+    ``written_weight`` of the word's weight (ADR 0019). A word naming a holder (or a part of a
+    holder's name) weighs on that holder and is never corrected. Any other word written as such
+    is corrected against the vocabulary, at a reduced weight — unless it is an English word
+    WordNet knows (it has related words): "seems" is not a misspelling of "see" or "seen"; such a
+    word reaches tools through its related words only.
 
     Last, the words related to the query's words (``related``) that the index holds and the query
-    does not name join at a small weight: the largest any of the query's words gives them, never a
-    sum, so that a long query does not drown its own words in related ones. They join rarest first
-    — a rare word says the most and costs the least to score — while they touch no more than
-    ``related_postings`` postings in all, so that related words add a bounded amount of work to
-    any query on any catalogue.
+    does not name join at a small weight, scaled by the weight of the word they come from: the
+    largest any of the query's words gives them, never a sum, so that a long query does not drown
+    its own words in related ones. They join rarest first — a rare word says the most and costs
+    the least to score — while they touch no more than ``related_postings`` postings in all, so
+    that related words add a bounded amount of work to any query on any catalogue.
     """
     words = list(words)
     terms: dict[str, float] = {}
@@ -123,25 +140,26 @@ def plan_query(
     relations = [
         _NO_RELATED if word.surface in holder_words else related(word.surface) for word in words
     ]
-    for word, frequency, as_written, written_frequency, relation in zip(
-        words, indexed, written, written_indexed, relations, strict=True
+    weights = [settings.word_weight(commonness(word.surface)) for word in words]
+    for word, frequency, as_written, written_frequency, relation, weight in zip(
+        words, indexed, written, written_indexed, relations, weights, strict=True
     ):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
         if frequency:
-            _accumulate(terms, word.stem, 1.0)
+            _accumulate(terms, word.stem, weight)
             if written_frequency:
-                _accumulate(terms, as_written, settings.written_weight)
+                _accumulate(terms, as_written, settings.written_weight * weight)
         elif word.correctable and word.surface not in holder_words and relation == _NO_RELATED:
             for term, distance in correct(word.surface, word.stem):
                 _accumulate(terms, term, settings.corrected_weights[distance - 1])
     near_weight, far_weight = settings.related_weights
     candidates: dict[str, float] = {}
-    for near, far in relations:
-        for stems, weight in ((near, near_weight), (far, far_weight)):
+    for (near, far), weight in zip(relations, weights, strict=True):
+        for stems, related_weight in ((near, near_weight * weight), (far, far_weight * weight)):
             for stem in stems:
-                if stem not in terms and candidates.get(stem, 0.0) < weight:
-                    candidates[stem] = weight
+                if stem not in terms and candidates.get(stem, 0.0) < related_weight:
+                    candidates[stem] = related_weight
     frequencies = dict(zip(candidates, document_frequencies(candidates), strict=True))
     rarest_first = sorted(
         (s for s in candidates if frequencies[s]), key=lambda s: (frequencies[s], s)

@@ -1,0 +1,94 @@
+"""Build navigator/search/data/common-words.tsv from wordfreq's English word list.
+
+    .venv/bin/python scripts/build_common_words.py [--wheel FILE]
+
+The list comes from the ``wordfreq==3.1.1`` wheel on PyPI (its ``large_en`` list, the one
+``wordfreq.zipf_frequency`` reads for English); pass ``--wheel`` to read a downloaded wheel
+instead. The table is written once and committed: the navigator never reads wordfreq itself.
+
+It holds every word commoner in general English than ``RARE_ZIPF`` (one word in about 30,000),
+with its Zipf frequency (log10 of its occurrences per billion words): the words a query's
+weight depends on (ADR 0020). A word is written as the navigator's analyser reads it —
+apostrophes dropped ("don't" is "dont"), ASCII letters only; two entries that meet keep the
+commoner frequency. Lines are sorted by word.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import msgpack
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from navigator.search.commonness import RARE_ZIPF  # noqa: E402
+
+OUTPUT = ROOT / "navigator" / "search" / "data" / "common-words.tsv"
+LICENSE = ROOT / "navigator" / "search" / "data" / "WORDFREQ-LICENSE"
+SOURCE = "wordfreq==3.1.1"
+WORD_LIST = "wordfreq/data/large_en.msgpack.gz"
+# A cB list gives word buckets in order of frequency: bucket i holds the words at -i centibels,
+# a frequency of 10 ** (-i / 100), which is Zipf 9 - i / 100.
+TOP_ZIPF = 9.0
+
+LICENSE_TEXT = """\
+common-words.tsv is derived from the English word frequencies of wordfreq 3.1.1
+(https://github.com/rspeer/wordfreq, Robyn Speer), whose data is licensed under the Creative
+Commons Attribution-ShareAlike 4.0 license (https://creativecommons.org/licenses/by-sa/4.0/).
+It is distributed under the same license. wordfreq's English list is built from Wikipedia,
+OpenSubtitles, SUBTLEX, NewsCrawl, GlobalVoices, Google Books Ngrams, Reddit, Twitter and the
+OSCAR web corpus; see wordfreq's README for their credits.
+
+The table keeps the words commoner than Zipf 4.5, with their Zipf frequencies rounded to two
+decimals, apostrophes removed and only words of ASCII letters kept
+(scripts/build_common_words.py).
+"""
+
+
+def _downloaded_wheel() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="wordfreq-"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(folder), SOURCE],
+        check=True,
+    )
+    return next(folder.glob("wordfreq-*.whl"))
+
+
+def common_words(buckets: list[list[str]]) -> dict[str, float]:
+    """Words commoner than ``RARE_ZIPF`` and their Zipf frequencies, from a cB list's buckets."""
+    words: dict[str, float] = {}
+    for index, bucket in enumerate(buckets):
+        zipf = round(TOP_ZIPF - index / 100, 2)
+        if zipf <= RARE_ZIPF:
+            break
+        for entry in bucket:
+            word = entry.replace("'", "")
+            if word.isascii() and word.isalpha() and word not in words:
+                words[word] = zipf  # buckets come commonest first
+    return words
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheel", type=Path, help="a downloaded wordfreq 3.1.1 wheel")
+    args = parser.parse_args()
+    wheel = args.wheel or _downloaded_wheel()
+    with zipfile.ZipFile(wheel) as archive:
+        header, *buckets = msgpack.loads(gzip.decompress(archive.read(WORD_LIST)), raw=False)
+    if header != {"format": "cB", "version": 1}:
+        raise SystemExit(f"unexpected word list format: {header}")
+    words = common_words(buckets)
+    OUTPUT.write_text("".join(f"{word}\t{words[word]:.2f}\n" for word in sorted(words)))
+    LICENSE.write_text(LICENSE_TEXT, encoding="utf-8")
+    print(f"{len(words)} words, {OUTPUT.stat().st_size:,} bytes -> {OUTPUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
