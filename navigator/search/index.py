@@ -25,7 +25,7 @@ import numpy as np
 
 from navigator.addresses import Pattern
 from navigator.search.batch import BatchAnalyzer
-from navigator.search.commonness import zipf_frequency
+from navigator.search.commonness import stem_zipf_frequency, zipf_frequency
 from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex, PostingState
@@ -263,6 +263,7 @@ class SearchIndex:
             correct=self._vocabulary.correct,
             related=related_words,
             commonness=zipf_frequency,
+            stem_commonness=stem_zipf_frequency,
             settings=self._settings,
         )
         if plan.empty:

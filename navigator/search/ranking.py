@@ -111,6 +111,7 @@ def plan_query(
     correct: Callable[[str, str], tuple[Correction, ...]],
     related: Callable[[str], Related],
     commonness: Callable[[str], float],
+    stem_commonness: Callable[[str], float],
     settings: RankingSettings,
 ) -> QueryPlan:
     """Turn a query's words into weighted index terms and holder words.
@@ -125,11 +126,13 @@ def plan_query(
     word reaches tools through its related words only.
 
     Last, the words related to the query's words (``related``) that the index holds and the query
-    does not name join at a small weight, scaled by the weight of the word they come from: the
-    largest any of the query's words gives them, never a sum, so that a long query does not drown
-    its own words in related ones. They join rarest first — a rare word says the most and costs
-    the least to score — while they touch no more than ``related_postings`` postings in all, so
-    that related words add a bounded amount of work to any query on any catalogue.
+    does not name join at a small weight, scaled by the weight of the word they come from and by
+    their own commonness (``stem_commonness``: "get" or "information" says little wherever it
+    comes from): the largest any of the query's words gives them, never a sum, so that a long
+    query does not drown its own words in related ones. They join rarest first — a rare word says
+    the most and costs the least to score — while they touch no more than ``related_postings``
+    postings in all, so that related words add a bounded amount of work to any query on any
+    catalogue.
     """
     words = list(words)
     terms: dict[str, float] = {}
@@ -169,5 +172,6 @@ def plan_query(
         if frequencies[stem] > budget:
             break
         budget -= frequencies[stem]
-        terms[stem] = candidates[stem]
+        # the stem's own commonness is the same whichever word brought it: applied once, here
+        terms[stem] = candidates[stem] * settings.word_weight(stem_commonness(stem))
     return QueryPlan(tuple(terms.items()), tuple(holders.items()))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from navigator.search import RankingSettings, SearchIndex
-from navigator.search.commonness import RARE_ZIPF, zipf_frequency
+from navigator.search.commonness import RARE_ZIPF, stem_zipf_frequency, zipf_frequency
 from navigator.search.ranking import plan_query
 from navigator.search.text import TextAnalyzer
 from tests.navigator.test_search import addresses, doc
@@ -45,6 +45,12 @@ def test_any_other_word_counts_as_rare(word: str) -> None:
     assert SETTINGS.word_weight(zipf_frequency(word)) == 1.0
 
 
+def test_a_stem_is_as_common_as_its_commonest_word() -> None:
+    assert stem_zipf_frequency("inform") == zipf_frequency("information") > RARE_ZIPF
+    assert stem_zipf_frequency("make") == zipf_frequency("make")
+    assert stem_zipf_frequency("kubernet") == RARE_ZIPF
+
+
 def test_a_word_weighs_less_the_commoner_it_is_down_to_the_floor() -> None:
     rare, common = SETTINGS.common_zipf
     zipfs = [rare - 1, rare, (rare + common) / 2, common, common + 1]
@@ -57,7 +63,7 @@ def test_a_word_weighs_less_the_commoner_it_is_down_to_the_floor() -> None:
 
 def test_a_request_weighs_its_subject_above_its_request_words() -> None:
     words = TextAnalyzer().query_words("can you help me find the weather forecast")
-    related_of = {"forecast": (("prognosi",), ()), "help": (("assist",), ())}
+    related_of = {"forecast": (("prognosi", "inform"), ()), "help": (("succor",), ())}
     plan = plan_query(
         words,
         document_frequencies=lambda terms: [1 for _ in terms],
@@ -65,16 +71,19 @@ def test_a_request_weighs_its_subject_above_its_request_words() -> None:
         correct=lambda _word, _stem: (),
         related=lambda word: related_of.get(word, ((), ())),
         commonness=zipf_frequency,
+        stem_commonness=stem_zipf_frequency,
         settings=SETTINGS,
     )
     weights = dict(plan.terms)
     assert weights["forecast"] == 1.0  # not among the common words
     assert weights["help"] < weights["weather"] < weights["forecast"]
     assert weights["help"] == SETTINGS.word_weight(zipf_frequency("help")) >= 0.5
-    # a related word counts its own share of the word it comes from
+    # a related word counts its share of the word it comes from, and less if it is common itself
     near_weight = SETTINGS.related_weights[0]
     assert weights["prognosi"] == near_weight
-    assert weights["assist"] == near_weight * weights["help"]
+    assert weights["succor"] == near_weight * weights["help"]
+    information = SETTINGS.word_weight(zipf_frequency("information"))
+    assert weights["inform"] == near_weight * information < near_weight
 
 
 def test_the_subject_of_a_request_outranks_a_tool_named_by_its_request_word() -> None:
