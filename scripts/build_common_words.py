@@ -8,9 +8,11 @@ instead. The table is written once and committed: the navigator never reads word
 
 It holds every word commoner in general English than ``RARE_ZIPF`` (one word in about 30,000),
 with its Zipf frequency (log10 of its occurrences per billion words): the words a query's
-weight depends on (ADR 0020). A word is written as the navigator's analyser reads it —
-apostrophes dropped ("don't" is "dont"), ASCII letters only; two entries that meet keep the
-commoner frequency. Lines are sorted by word.
+weight depends on (ADR 0020). An entry is read by the navigator's own analyser
+(``TextAnalyzer.query_words``) and kept when it reads as one query word of ASCII letters, under
+that word: "Weather" as "weather"; stopwords ("the", "don't"), numbers and entries that read as
+several words ("e-mail", "u.s") never reach the weighting and are left out. Two entries that read
+as the same word keep the commoner frequency. Lines are sorted by word.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from navigator.search.commonness import RARE_ZIPF  # noqa: E402
+from navigator.search.text import TextAnalyzer  # noqa: E402
 
 OUTPUT = ROOT / "navigator" / "search" / "data" / "common-words.tsv"
 LICENSE = ROOT / "navigator" / "search" / "data" / "WORDFREQ-LICENSE"
@@ -47,8 +50,8 @@ OpenSubtitles, SUBTLEX, NewsCrawl, GlobalVoices, Google Books Ngrams, Reddit, Tw
 OSCAR web corpus; see wordfreq's README for their credits.
 
 The table keeps the words commoner than Zipf 4.5, with their Zipf frequencies rounded to two
-decimals, apostrophes removed and only words of ASCII letters kept
-(scripts/build_common_words.py).
+decimals, as meshnav's query analyser reads them: stopwords, numbers and words of other letters
+than ASCII left out (scripts/build_common_words.py).
 """
 
 
@@ -63,13 +66,17 @@ def _downloaded_wheel() -> Path:
 
 def common_words(buckets: list[list[str]]) -> dict[str, float]:
     """Words commoner than ``RARE_ZIPF`` and their Zipf frequencies, from a cB list's buckets."""
+    analyzer = TextAnalyzer()
     words: dict[str, float] = {}
     for index, bucket in enumerate(buckets):
         zipf = round(TOP_ZIPF - index / 100, 2)
         if zipf <= RARE_ZIPF:
             break
         for entry in bucket:
-            word = entry.replace("'", "")
+            read = analyzer.query_words(entry)
+            if len(read) != 1:
+                continue
+            word = read[0].surface
             if word.isascii() and word.isalpha() and word not in words:
                 words[word] = zipf  # buckets come commonest first
     return words

@@ -6,7 +6,7 @@ words of English. A catalogue of a few hundred tools cannot tell that from its o
 common word that only two tools happen to use is as rare there as "stock". The table
 ``data/common-words.tsv`` (built by ``scripts/build_common_words.py`` from wordfreq's English
 list, licence in ``data/WORDFREQ-LICENSE``) gives the Zipf frequency — log10 of occurrences per
-billion words — of the 2,900 words commoner than one in about 30,000; ``RankingSettings`` turns
+billion words — of the 2,800 words commoner than one in about 30,000; ``RankingSettings`` turns
 it into a query word's weight (ADR 0020). Any other word is rare enough to count fully. A related
 word (``thesaurus``) comes as a Snowball stem; a stem is as common as the commonest word with that
 stem ("inform" as "information").
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from importlib import resources
 
-import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
+from navigator.search.text import TextAnalyzer
 
 __all__ = ["RARE_ZIPF", "stem_zipf_frequency", "zipf_frequency"]
 
@@ -37,10 +37,10 @@ def _load() -> tuple[dict[str, float], dict[str, float]]:
             text = resources.files("navigator.search").joinpath("data", _TABLE).read_text()
             rows = (line.split("\t") for line in text.splitlines())
             words = {word: float(zipf) for word, zipf in rows}
-            stem = Stemmer.Stemmer("english").stemWord  # the analyser's stemmer
+            analyzer = TextAnalyzer()  # stems as the index does; used under the lock, once
             stems: dict[str, float] = {}
             for word, zipf in words.items():
-                key = stem(word)
+                key = analyzer.stem(word)
                 stems[key] = max(zipf, stems.get(key, zipf))
             _tables = words, stems
         return _tables
