@@ -4,11 +4,13 @@ Two kinds of text reach the index. Identifiers — tool names, parameter names, 
 are split on ``_``, ``-``, ``.`` and camelCase boundaries (``listDatabases``, ``list_databases`` and
 ``list-databases`` all give ``list`` and ``databases``). Prose — titles and descriptions — is split
 into words; a camelCase word in prose is usually a proper name (``GitHub``, ``PostgreSQL``), so it
-is kept whole and its parts are added beside it. Every word is case-folded, English stopwords are
-dropped, and what remains is reduced to its Snowball (Porter 2) stem, so that "tables", "table" and
-"tabled" meet. A word whose stem differs from it is also kept as written, marked (``=networks``
-beside ``network``): the stem makes "networks" find "network", and the word as written lets a query
-for "networks" prefer the tool that lists networks to the one that creates a network (ADR 0019).
+is kept whole and its parts are added beside it. So is a closed compound that WordNet lacks but
+whose two halves it has ("username": user, name; ADR 0021), so that it meets the same thing
+written open. Every word is case-folded, English stopwords are dropped, and what remains is
+reduced to its Snowball (Porter 2) stem, so that "tables", "table" and "tabled" meet. A word whose
+stem differs from it is also kept as written, marked (``=networks`` beside ``network``): the stem
+makes "networks" find "network", and the word as written lets a query for "networks" prefer the
+tool that lists networks to the one that creates a network (ADR 0019).
 Nothing here depends on the catalogue: the same text always gives the same terms.
 """
 
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from itertools import chain
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
+
+from navigator.search.thesaurus import compound_parts
 
 __all__ = [
     "STOPWORDS",
@@ -142,20 +146,31 @@ def split_identifier(identifier: str) -> list[str]:
     return words
 
 
+def _prose_parts(word: str) -> list[str]:
+    """The parts of one word of prose, case-folded: its camelCase parts, else the two words of a
+    closed compound WordNet does not know ("username": user, name), unless one is a stopword
+    ("dropdown" is not about dropping); ``[]`` when it has none."""
+    parts = _camel_parts(word)
+    if len(parts) > 1:
+        return parts
+    compound = compound_parts(parts[0])
+    return [] if any(part in STOPWORDS for part in compound) else list(compound)
+
+
 def _prose_words(text: str) -> list[tuple[str, bool]]:
     """Case-folded words of prose, each with whether it is a word as written.
 
-    A camelCase word gives itself, then its parts; a hyphenated compound (``non-profit``) gives
-    its parts, then the joined word. Joined words and camelCase wholes are not "as written".
+    A camelCase word or a closed compound gives itself, then its parts; a hyphenated compound
+    (``non-profit``) gives its parts, then the joined word. Joined words, camelCase wholes and
+    closed compounds are not "as written".
     """
     normalized = _normalize(text)
     words: list[tuple[str, bool]] = []
     for raw in _WORD.findall(normalized):
         word = raw.replace("'", "")
-        parts = _camel_parts(word)
-        words.append((word.casefold(), len(parts) == 1))
-        if len(parts) > 1:
-            words.extend((part, True) for part in parts)
+        parts = _prose_parts(word)
+        words.append((word.casefold(), not parts))
+        words.extend((part, True) for part in parts)
     for compound in _HYPHENATED.findall(normalized):
         words.append((compound.replace("-", "").replace("'", "").casefold(), False))
     return words
@@ -302,8 +317,7 @@ class TextAnalyzer:
 
     def _analyse_word(self, raw: str) -> tuple[str, ...]:
         word = raw.replace("'", "")
-        parts = _camel_parts(word)
-        return self._word_terms([word.casefold(), *parts] if len(parts) > 1 else [word.casefold()])
+        return self._word_terms([word.casefold(), *_prose_parts(word)])
 
     def _analyse_compound(self, compound: str) -> tuple[str, ...]:
         return self._word_terms([compound.replace("-", "").replace("'", "").casefold()])

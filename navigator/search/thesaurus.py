@@ -12,6 +12,8 @@ gives the same related words (ADR 0014).
 A word not in the table is reduced to its lemma by WordNet's own detachment rules ("apartments"
 to "apartment", "renting" to "rent"); irregular forms ("mice") are in the table already. The table
 is read on first use, kept as one bytes object, and searched by bisection over its sorted lines.
+The same table tells which words WordNet has, so that a closed compound it lacks ("username") can
+be split into two words it has (``compound_parts``, ADR 0021).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from __future__ import annotations
 import gzip
 import threading
 from array import array
+from collections.abc import Iterator
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
 
-__all__ = ["Related", "related_words"]
+__all__ = ["Related", "compound_parts", "related_words"]
 
 # (near stems, far stems)
 Related = tuple[tuple[str, ...], tuple[str, ...]]
@@ -30,6 +34,9 @@ _NOTHING: Related = ((), ())
 
 _TABLE = "related-words.tsv.gz"
 _MAX_WORD_LENGTH = 40
+# A closed compound splits into words of at least this many letters: shorter ones are too often
+# abbreviations, names or fragments that WordNet happens to list ("bse", "gen", "his").
+_MIN_PART_LENGTH = 4
 # WordNet's detachment rules (morphy), for nouns, verbs and adjectives in turn.
 _DETACHMENTS: tuple[tuple[str, str], ...] = (
     ("s", ""),
@@ -106,11 +113,22 @@ def _parse(fields: bytes) -> Related:
     return tuple(near.split()), tuple(far.split())
 
 
+def _lemmas(word: str) -> Iterator[str]:
+    """The forms WordNet's detachment rules reduce a word to, in rule order."""
+    for suffix, ending in _DETACHMENTS:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            yield word[: -len(suffix)] + ending
+
+
+def _plain(word: str) -> bool:
+    return word.isascii() and word.isalpha() and len(word) <= _MAX_WORD_LENGTH
+
+
 @lru_cache(maxsize=8192)
 def related_words(word: str) -> Related:
     """The stems related to a case-folded word: near (synonyms, hypernyms) and far (derived
     forms and pertainyms, then hypernyms' hypernyms)."""
-    if not (word.isascii() and word.isalpha()) or len(word) > _MAX_WORD_LENGTH:
+    if not _plain(word):
         return _NOTHING
     table = _load()
     fields = table.line(word)
@@ -118,11 +136,38 @@ def related_words(word: str) -> Related:
         return _parse(fields)
     near: dict[str, None] = {}
     far: dict[str, None] = {}
-    for suffix, ending in _DETACHMENTS:
-        if word.endswith(suffix) and len(word) > len(suffix) + 1:
-            lemma_fields = table.line(word[: -len(suffix)] + ending)
-            if lemma_fields is not None:
-                lemma_near, lemma_far = _parse(lemma_fields)
-                near.update(dict.fromkeys(lemma_near))
-                far.update(dict.fromkeys(lemma_far))
+    for lemma in _lemmas(word):
+        lemma_fields = table.line(lemma)
+        if lemma_fields is not None:
+            lemma_near, lemma_far = _parse(lemma_fields)
+            near.update(dict.fromkeys(lemma_near))
+            far.update(dict.fromkeys(lemma_far))
     return tuple(near), tuple(stem for stem in far if stem not in near)
+
+
+def _known(table: _Table, word: str) -> bool:
+    """Whether WordNet has a case-folded word, as written or through its lemma."""
+    return any(table.line(form) is not None for form in chain((word,), _lemmas(word)))
+
+
+@lru_cache(maxsize=8192)
+def compound_parts(word: str) -> tuple[str, ...]:
+    """The two words a closed compound is written of, when WordNet has both and not the whole:
+    "username" gives user and name, "chargebacks" charge and backs; () for any other word.
+
+    Each part has at least four letters, and the most even split wins (the first, of equals), so
+    the same word always splits the same way. Tools and agents write the same thing closed, open
+    or hyphenated ("user name", "user-name"); the parts let each reach the other (ADR 0021).
+    """
+    if len(word) < 2 * _MIN_PART_LENGTH or not _plain(word):
+        return ()
+    table = _load()
+    if _known(table, word):
+        return ()
+    best: tuple[str, ...] = ()
+    best_shorter = 0
+    for cut in range(_MIN_PART_LENGTH, len(word) - _MIN_PART_LENGTH + 1):
+        shorter = min(cut, len(word) - cut)
+        if shorter > best_shorter and _known(table, word[:cut]) and _known(table, word[cut:]):
+            best, best_shorter = (word[:cut], word[cut:]), shorter
+    return best

@@ -8,7 +8,8 @@ from importlib import resources
 import pytest
 
 from navigator.search import RankingSettings, SearchIndex
-from navigator.search.thesaurus import related_words
+from navigator.search.text import TextAnalyzer
+from navigator.search.thesaurus import compound_parts, related_words
 from tests.navigator.test_search import addresses, doc, index_of
 
 
@@ -106,3 +107,59 @@ def test_a_word_reaches_the_words_of_its_definition_but_not_wordnets_common_ones
         doc("m/money/convert", "Convert an amount between currencies"),
     )
     assert addresses(index, "my horoscope") == ["m/stars/reading"]
+
+
+@pytest.mark.parametrize(
+    ("word", "parts"),
+    [
+        ("username", ("user", "name")),
+        ("chargebacks", ("charge", "backs")),
+        ("namespace", ("name", "space")),
+        ("screenshot", ("screen", "shot")),
+        ("passwordreset", ("password", "reset")),
+        # two splits of four letters at least: the more even one, then the first
+        ("teamspace", ("team", "space")),
+    ],
+)
+def test_a_closed_compound_wordnet_lacks_splits_into_two_words_it_has(
+    word: str, parts: tuple[str, str]
+) -> None:
+    assert related_words(word) == ((), ())
+    assert compound_parts(word) == parts
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "database",  # WordNet has it
+        "documentary",
+        "webhook",  # "web" is too short a part
+        "kubectl",  # no split into English words
+        "postgresql",
+        "données",
+        "user_name",
+        "a" * 500,
+    ],
+)
+def test_a_word_wordnet_has_or_that_does_not_split_into_its_words_stays_whole(word: str) -> None:
+    assert compound_parts(word) == ()
+
+
+def test_a_compound_in_prose_is_kept_whole_beside_its_parts_unless_a_part_is_a_stopword() -> None:
+    analyzer = TextAnalyzer()
+    assert analyzer.prose_surfaces("Set the username.") == ["set", "username", "user", "name"]
+    assert analyzer.prose_terms("username") == ["usernam", "=username", "user", "name"]
+    assert analyzer.prose_surfaces("a dropdown") == ["dropdown"]  # drop + "down"
+    words = analyzer.query_words("username")
+    assert [word.surface for word in words] == ["username", "user", "name"]
+    assert not words[0].correctable  # a compound of two words is not a misspelling
+
+
+def test_a_compound_and_its_open_form_find_each_other() -> None:
+    index = index_of(
+        doc("h/auth/set_handle", "Change the username of an account."),
+        doc("h/dns/resolve", "Resolve a host name to its addresses."),
+        doc("h/files/rename", "Give a file a new name."),
+    )
+    assert addresses(index, "user name")[0] == "h/auth/set_handle"
+    assert addresses(index, "hostname")[0] == "h/dns/resolve"
