@@ -91,12 +91,42 @@ def navigator_serve(
         str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")
     ] = None,
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve MCP on stdin/stdout.")] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token", envvar="MESHNAV_TOKEN", help="With --stdio: the principal served as."
+        ),
+    ] = None,
+    call_deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--call-deadline",
+            envvar="MESHNAV_CALL_DEADLINE_S",
+            min=0.001,
+            help="Seconds a forwarded call may take.",
+        ),
+    ] = None,
+    heartbeat: Annotated[
+        float | None,
+        typer.Option(
+            "--heartbeat",
+            envvar="MESHNAV_HEARTBEAT_S",
+            min=0.001,
+            help="Heartbeat period, s: the registry is re-read every fifth of it (0.2-1 s).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
 
-    overrides = {k: v for k, v in {"listen": listen, "database_url": database}.items() if v}
-    run(serve_navigator(overrides, stdio=stdio))
+    given = {
+        "listen": listen,
+        "database_url": database,
+        "token": token,
+        "call_deadline_s": call_deadline,
+        "heartbeat_s": heartbeat,
+    }
+    run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
 
 @node_app.command("serve")
@@ -156,16 +186,19 @@ def node_serve(
 
 
 @app.command("migrate")
-def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE) -> None:
+def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False) -> None:
     """Upgrade the registry to the newest schema; safe to repeat."""
-    from registry import RegistryError, migrate
+    from registry import HEAD_REVISION, RegistryError, migrate
 
     try:
         migrate(database)
     except RegistryError as error:
-        errors.print(f"meshnav: {error}")
+        errors.print(f"meshnav: {error}", markup=False, highlight=False)
         raise typer.Exit(1) from None
-    console.print("registry is at the newest schema")
+    if as_json:
+        emit({"revision": HEAD_REVISION}, True)
+    else:
+        console.print("registry is at the newest schema")
 
 
 @app.command("demo")
@@ -251,10 +284,14 @@ def principal_revoke(
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
 ) -> None:
     """Revoke a principal: its token stops working."""
     run(_access(navigator, token, database).revoke_principal(name))
-    console.print(f"principal {name} revoked")
+    if as_json:
+        emit({"principal": name, "revoked": True}, True)
+    else:
+        console.print(f"principal {name} revoked", markup=False, highlight=False)
 
 
 def _grant(
@@ -328,10 +365,14 @@ def grant_revoke(
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
 ) -> None:
     """Remove a grant row."""
     run(_access(navigator, token, database).revoke_grant(grant_id))
-    console.print(f"grant {grant_id} revoked")
+    if as_json:
+        emit({"grant": grant_id, "revoked": True}, True)
+    else:
+        console.print(f"grant {grant_id} revoked")
 
 
 @grant_app.command("check")

@@ -3,31 +3,57 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import httpx2
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp.shared.exceptions import MCPError
 
 from meshnav.errors import CommandError
 
 __all__ = ["CommandError", "admin_request", "mcp_session", "walker_call"]
 
 
+class _Bearer(httpx2.Auth):
+    """The token on every request of an MCP session, and the navigator's word when it refuses
+    one: the MCP client reports an HTTP error status only as "Server returned an error
+    response", without the §9 body that says why."""
+
+    requires_response_body = True
+
+    def __init__(self, token: str) -> None:
+        self._header = f"Bearer {token}"
+        self.refusal: str | None = None
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        request.headers["Authorization"] = self._header
+        response = yield request
+        if response.status_code >= 400 and self.refusal is None:
+            self.refusal = _http_message(response)
+
+
 @asynccontextmanager
 async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHttpTransport]]:
-    transport = StreamableHttpTransport(
-        url.rstrip("/") + "/mcp", headers={"Authorization": f"Bearer {token}"}
-    )
+    """A session with the navigator's MCP endpoint; a refusal or an unreachable navigator is a
+    ``CommandError`` of one line."""
+    bearer = _Bearer(token)
+    transport = StreamableHttpTransport(url.rstrip("/") + "/mcp", auth=bearer)
+    unreachable = CommandError(f"cannot reach the navigator at {url}")
     try:
         async with Client(transport, timeout=60) as client:
             yield client
-    except httpx.HTTPStatusError as error:
-        raise CommandError(_http_message(error.response)) from None
-    except httpx.HTTPError:
-        raise CommandError(f"cannot reach the navigator at {url}") from None
+    except MCPError:
+        raise CommandError(bearer.refusal or "the navigator answered with an error") from None
+    except httpx2.TransportError:
+        raise unreachable from None
+    except RuntimeError as error:  # FastMCP's "failed to connect", raised from the transport's
+        if isinstance(error.__cause__, httpx2.TransportError):
+            raise unreachable from None
+        raise
 
 
 async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -46,7 +72,7 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     return structured
 
 
-def _http_message(response: httpx.Response) -> str:
+def _http_message(response: httpx.Response | httpx2.Response) -> str:
     try:
         body = response.json()
         return f"{body['error']}: {body['message']}"

@@ -294,11 +294,14 @@ class _State:
         self, assignment: CatalogAssignment, rows: list[CatalogRow], contracts: _Contracts
     ) -> list[ToolDocument]:
         """Place an assignment and its live tools; return their documents for the caller to
-        index (a whole load indexes many assignments' documents at once)."""
+        index (a whole load indexes many assignments' documents at once). An assignment of a
+        retired machine has no live tools, as a retired assignment has none: its machine is put
+        first, so retiring a machine takes every tool of it out of search."""
         key = (assignment.machine, assignment.role)
         self.drop_assignment(key)
         self.assignments[key] = assignment
-        if assignment.retired:
+        machine = self.machines.get(assignment.machine)
+        if assignment.retired or (machine is not None and machine.record.retired_at is not None):
             return []
         holder, role = assignment.holder, assignment.address_role
         documents = []

@@ -19,10 +19,11 @@ from registry.catalog import (
     NewTool,
     ToolRecord,
 )
-from registry.database import Registry, migrate
+from registry.database import HEAD_REVISION, Registry, migrate
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable
 
 __all__ = [
+    "HEAD_REVISION",
     "AccessStore",
     "AssignmentPlace",
     "AssignmentRecord",

@@ -1,0 +1,128 @@
+"""The command line against a real navigator (SPEC §13): every command that talks to a navigator
+takes ``--navigator`` and ``--token`` (here from the environment), prints JSON with ``--json``, and
+exits non-zero with a one-line message on error. Each command is a ``python -m meshnav`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import MeshHarness
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
+
+
+def meshnav(
+    mesh: MeshHarness, token: str, *arguments: str, code: int = 0
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MESHNAV_NAVIGATOR_URL": mesh.navigator_url,
+        "MESHNAV_TOKEN": token,
+        "MESHNAV_DATABASE_URL": "sqlite:////nonexistent/never-read.db",  # the API, not the registry
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "meshnav", *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == code, result.stderr
+    return result
+
+
+def as_json(mesh: MeshHarness, token: str, *arguments: str) -> Any:
+    return json.loads(meshnav(mesh, token, *arguments, "--json").stdout)
+
+
+@pytest.fixture(scope="module")
+def admin(mesh: MeshHarness) -> str:
+    return mesh.principal("cli-admin", ["mesh:admin"])
+
+
+def test_an_agents_view_from_the_terminal(mesh: MeshHarness) -> None:
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    found = as_json(mesh, token, "search", "list tables", "--within", "db1/*/*")
+    assert found["results"][0]["address"] == "db1/sqlite/list_tables"
+    contract = as_json(mesh, token, "describe", "db1/sqlite/list_tables")
+    assert contract["inputSchema"]["required"] == ["database"]
+    called = as_json(mesh, token, "call", "db1/sqlite/list_databases")
+    assert "inventory" in json.dumps(called)
+    tree = as_json(mesh, token, "mesh", "db1")
+    assert "db1/sqlite" in json.dumps(tree)
+
+
+def test_principals_and_grants_through_the_admin_api(mesh: MeshHarness, admin: str) -> None:
+    made = as_json(mesh, admin, "principal", "add", "cli-user", "--scopes", "mesh:node", "--json")
+    assert made["principal"] == "cli-user"
+    row = as_json(mesh, admin, "grant", "allow", "cli-user", "db2/*/*")
+    check = ("grant", "check", "cli-user", "db2/sqlite/query")
+    assert as_json(mesh, admin, *check)["allowed"] is True
+    assert as_json(mesh, admin, "grant", "revoke", str(row["id"])) == {
+        "grant": row["id"],
+        "revoked": True,
+    }
+    assert as_json(mesh, admin, *check)["allowed"] is False
+    assert as_json(mesh, admin, "principal", "revoke", "cli-user") == {
+        "principal": "cli-user",
+        "revoked": True,
+    }
+    names = {entry["name"]: entry for entry in as_json(mesh, admin, "principal", "list")}
+    assert names["cli-user"]["revoked"] is True
+
+
+def test_an_operator_registers_a_tools_file_then_retires_it(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    listing = {
+        "tools": [
+            {
+                "name": "lookup_invoice",
+                "description": "Look up an invoice by its number.",
+                "inputSchema": {"type": "object", "properties": {"number": {"type": "string"}}},
+            }
+        ]
+    }
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps(listing))
+    registered = as_json(
+        mesh, admin, "register", "cli-ext", "billing", "--tools-file", str(tools_file)
+    )
+    assert "cli-ext" in json.dumps(registered)
+    mesh.grant("cli-admin", "cli-ext/*/*")
+    found = as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")
+    assert [hit["address"] for hit in found["results"]] == ["cli-ext/billing/lookup_invoice"]
+    as_json(mesh, admin, "retire", "cli-ext")
+    assert as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")["results"] == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("call", "db1/sqlite/query", "--args", "{not json"),
+        ("describe", "db9/nothing/here"),
+        ("register", "cli-ext", "billing"),  # neither --endpoint nor --tools-file
+    ],
+)
+def test_an_error_is_one_line_on_stderr_and_a_non_zero_exit(
+    mesh: MeshHarness, admin: str, arguments: tuple[str, ...]
+) -> None:
+    result = meshnav(mesh, admin, *arguments, "--json", code=1)
+    assert result.stdout == ""
+    assert result.stderr.startswith("meshnav: ")
+    assert result.stderr.count("\n") == 1
+    assert "{not json" not in result.stderr
+
+
+def test_a_bad_token_is_refused_without_echoing_it(mesh: MeshHarness) -> None:
+    result = meshnav(mesh, "mnv_not-a-real-token", "search", "tables", code=1)
+    assert result.stderr.startswith("meshnav: ")
+    assert "mnv_not-a-real-token" not in result.stderr
