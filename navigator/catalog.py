@@ -26,7 +26,7 @@ from navigator.reads import short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
-from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
+from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS, PRUNED_THROUGH
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
@@ -429,8 +429,8 @@ class Catalog:
     async def catch_up(self) -> int:
         """Apply every change logged since this view was made, machine by machine.
 
-        Returns how many changes were applied. Far behind (more than a page of the log), it loads
-        the whole catalogue again instead.
+        Returns how many changes were applied. Far behind (more than a page of the log, or behind
+        the point the log was pruned to), it loads the whole catalogue again instead.
         """
         changes = await short_read(
             self.registry,
@@ -440,13 +440,18 @@ class Catalog:
         )
         if not changes:
             return 0
-        if len(changes) >= CATCH_UP_PAGE:
+        if len(changes) >= CATCH_UP_PAGE or await self._pruned_past_view():
             await self.load()
             return len(changes)
         for machine in dict.fromkeys(name for _, name in changes):
             await self._reload_machine(machine)
         self.revision = max(self.revision, changes[-1][0])
         return len(changes)
+
+    async def _pruned_past_view(self) -> bool:
+        """Whether the log was pruned past this view: entries it would need may be gone."""
+        rows = await short_read(self.registry, self.registry.rows, PRUNED_THROUGH, {})
+        return bool(rows) and int(rows[0][0]) > self.revision
 
     async def _reload_machine(self, name: str) -> None:
         """Re-read one machine and its assignments."""

@@ -4,17 +4,20 @@ Every catalogue change is logged in its own transaction (``CatalogStore.log_chan
 and, on PostgreSQL, announced with ``pg_notify`` on commit. A navigator applies the log from where
 its view stands: woken at once by the notification, and by a timer otherwise — so a navigator that
 lost the database, or missed notifications, catches up from the log when it returns. The same timer
-notices machines that stop (or start again) answering.
+notices machines that stop (or start again) answering, and now and then prunes the log: an entry
+is kept an hour, so that a navigator that lost the database for less than that catches up from
+the log, and one that lost it for longer reloads the whole catalogue (ADR 0008).
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import anyio
 
-from registry import RegistryError
+from registry import CatalogStore, RegistryError
 from registry.catalog import NOTIFY_CHANNEL
 
 if TYPE_CHECKING:
@@ -26,6 +29,9 @@ logger = logging.getLogger("meshnav.navigator.following")
 
 #: Longest wait before reconnecting the listener after the database went away.
 LISTEN_BACKOFF_MAX_S = 5.0
+#: How long the change log keeps an entry, and how often a navigator prunes it.
+CHANGES_KEPT = timedelta(hours=1)
+PRUNE_EVERY_S = 600.0
 
 
 def _libpq_url(database_url: str) -> str:
@@ -54,6 +60,17 @@ async def _listen(url: str, woken: list[anyio.Event]) -> None:
         delay = min(delay * 2, LISTEN_BACKOFF_MAX_S)
 
 
+async def _prune(services: Services) -> None:
+    """Forget the change log's entries older than ``CHANGES_KEPT`` (every navigator does; the
+    second finds nothing left to do)."""
+    older_than = datetime.now(UTC) - CHANGES_KEPT
+    removed = await services.transact(
+        lambda session: CatalogStore(session).prune_changes(older_than)
+    )
+    if removed:
+        logger.info("pruned %d catalogue changes older than an hour", removed)
+
+
 async def follow_registry(services: Services) -> None:
     interval = max(0.2, min(1.0, services.settings.heartbeat_s / 5))
     woken = [anyio.Event()]
@@ -61,6 +78,7 @@ async def follow_registry(services: Services) -> None:
         if services.registry.is_postgres:
             tasks.start_soon(_listen, _libpq_url(services.settings.database_url), woken)
         was_down = False
+        next_prune = anyio.current_time()
         while True:
             with anyio.move_on_after(interval):
                 await woken[0].wait()
@@ -68,6 +86,9 @@ async def follow_registry(services: Services) -> None:
             try:
                 await services.catalog.catch_up()
                 await services.catalog.refresh_heartbeats()
+                if anyio.current_time() >= next_prune:
+                    await _prune(services)
+                    next_prune = anyio.current_time() + PRUNE_EVERY_S
                 if was_down:
                     logger.warning("registry reachable again")
                 was_down = False

@@ -27,8 +27,10 @@ from registry.models import (
 )
 
 __all__ = [
+    "CHANGES_PRUNED",
     "CHANGES_SINCE",
     "MACHINE_RECORDS",
+    "PRUNED_THROUGH",
     "AssignmentPlace",
     "AssignmentRecord",
     "CatalogRow",
@@ -53,6 +55,9 @@ CHANGES_SINCE = (
     .order_by(CatalogChange.id)
     .limit(bindparam("limit"))
 )
+#: The revision counter naming the last log id pruned; and the one row that reads it.
+CHANGES_PRUNED = "changes_pruned"
+PRUNED_THROUGH = select(Revision.value).where(Revision.name == CHANGES_PRUNED)
 #: Every machine, as ``MachineRecord`` fields in order (heartbeats change without a logged change).
 MACHINE_RECORDS = select(
     Machine.name,
@@ -188,12 +193,29 @@ class CatalogStore:
             self.session.execute(select(func.coalesce(func.max(CatalogChange.id), 0))).scalar_one()
         )
 
-    def prune_changes(self, older_than: datetime) -> None:
-        """Forget old log entries, always keeping the newest (ids must never be reused)."""
+    def prune_changes(self, older_than: datetime) -> int:
+        """Forget the log entries older than ``older_than``, always keeping the newest (ids must
+        never be reused), and move the mark of how far the log is forgotten (``PRUNED_THROUGH``):
+        a navigator whose view is older than the mark reloads instead of catching up. Returns how
+        many entries went."""
         newest = self.last_change()
+        through = self.session.execute(
+            select(func.max(CatalogChange.id)).where(
+                CatalogChange.at < older_than, CatalogChange.id < newest
+            )
+        ).scalar_one()
+        if through is None:
+            return 0
+        # Everything up to the mark goes, an entry committed late with an older id included.
+        removed = self.session.execute(
+            delete(CatalogChange).where(CatalogChange.id <= through)
+        ).rowcount  # type: ignore[attr-defined]  # a DELETE's result is a CursorResult
         self.session.execute(
-            delete(CatalogChange).where(CatalogChange.at < older_than, CatalogChange.id < newest)
+            update(Revision)
+            .where(Revision.name == CHANGES_PRUNED, Revision.value < through)
+            .values(value=through)
         )
+        return int(removed)
 
     def revision(self, counter: str) -> int:
         return int(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from registry import CatalogStore, Conflict, NewTool, Registry
+from registry.catalog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -115,6 +116,24 @@ def test_pruning_keeps_the_newest_entry_so_ids_are_never_reused(registry: Regist
         assert store.last_change() == newest
         store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
         assert store.last_change() == newest + 1
+
+
+def test_pruning_forgets_old_changes_and_marks_how_far(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        for role in ("pg", "sqlite", "pg"):
+            store.put_assignment("db1", role, module=role, tools=[tool("q")])
+        newest = store.last_change()
+        assert store.prune_changes(datetime.now(UTC) - timedelta(hours=1)) == 0  # none that old
+    assert registry.rows(PRUNED_THROUGH, {}) == [(0,)]
+    with registry.transaction() as session:
+        assert CatalogStore(session).prune_changes(datetime.now(UTC) + timedelta(days=1)) == 2
+    assert registry.rows(PRUNED_THROUGH, {}) == [(newest - 1,)]
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.changes_since(0) == [(newest, "db1")]  # the newest is always kept
+        assert store.prune_changes(datetime.now(UTC) + timedelta(days=1)) == 0
+    assert registry.rows(PRUNED_THROUGH, {}) == [(newest - 1,)]  # the mark never goes back
 
 
 def test_heartbeat_records_the_time(registry: Registry) -> None:

@@ -1,0 +1,64 @@
+"""A navigator's view follows the change log, and reloads when the log was pruned past it
+(ADR 0008)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from navigator.catalog import Catalog
+from navigator.registrar import AssignmentSpec
+from navigator.server import running
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import CatalogStore
+
+TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
+
+
+def _addresses(view: Catalog) -> set[str]:
+    return {tool.address for tool in view.tools()}
+
+
+async def test_a_view_behind_the_pruned_log_reloads_instead_of_missing_changes(
+    tmp_path: Path,
+) -> None:
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        other = Catalog(services.registry)  # a second navigator's view, loaded now
+        await other.load()
+        for machine in ("m1", "m2"):
+            spec = AssignmentSpec(role="books", module="tools-file", tools=TOOLS)
+            await services.registrar.put_assignment(machine, spec)
+        later = datetime.now(UTC) + timedelta(days=1)
+        await services.transact(lambda session: CatalogStore(session).prune_changes(later))
+
+        # only m2's entry is left: catching up from the log alone would never see m1
+        assert await other.catch_up() == 1
+        assert _addresses(other) == {"m1/books/lookup", "m2/books/lookup"}
+        assert other.revision == services.catalog.revision
+
+
+async def test_a_current_view_catches_up_from_the_log_after_a_prune(tmp_path: Path) -> None:
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        spec = AssignmentSpec(role="books", module="tools-file", tools=TOOLS)
+        await services.registrar.put_assignment("m1", spec)
+        other = Catalog(services.registry)
+        await other.load()
+        later = datetime.now(UTC) + timedelta(days=1)
+        await services.transact(lambda session: CatalogStore(session).prune_changes(later))
+        await services.registrar.put_assignment("m2", spec)
+
+        loads = 0
+        load = other.load
+
+        async def counted_load() -> None:
+            nonlocal loads
+            loads += 1
+            await load()
+
+        other.load = counted_load  # type: ignore[method-assign]
+        assert await other.catch_up() == 1
+        assert loads == 0  # nothing it needed was pruned: it applied the one change
+        assert _addresses(other) == {"m1/books/lookup", "m2/books/lookup"}
