@@ -62,10 +62,6 @@ class Address:
     def is_tool(self) -> bool:
         return self.tool is not None
 
-    @property
-    def is_mesh(self) -> bool:
-        return self.holder == MESH
-
 
 def _segments(text: object) -> list[str]:
     if not isinstance(text, str) or not text or len(text) > MAX_ADDRESS_LENGTH:

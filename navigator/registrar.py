@@ -1,15 +1,15 @@
 """Changing the catalogue: registrations from nodes and operators, retirements, seat placements.
 
 One path for every change: check names against the address grammar (refusing bad tool names one by
-one, keeping the rest), compute contract digests, write the registry in one transaction, then bring
-this navigator's catalogue up to date and tell the others (``on_change``), and drop node clients
-that a re-registration made stale.
+one, keeping the rest), compute contract digests, write the registry in one transaction (its
+change-log entry tells the other navigators), then bring this navigator's catalogue up to date,
+and drop node clients that a re-registration made stale.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,18 +94,14 @@ class Registrar:
         registry: Registry,
         catalog: Catalog,
         connections: NodeConnections,
-        on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.registry = registry
         self.catalog = catalog
         self.connections = connections
-        self.on_change = on_change
 
-    async def _changed(self, machine: str) -> None:
+    async def _changed(self) -> None:
         """Bring this navigator up to date now; others follow the change log (and NOTIFY)."""
         await self.catalog.catch_up()
-        if self.on_change is not None:
-            await self.on_change(machine)
 
     async def register_node(
         self,
@@ -146,7 +142,7 @@ class Registrar:
 
         key = await anyio.to_thread.run_sync(write)
         await self.connections.forget(advertise_url.rstrip("/") + "/")
-        await self._changed(machine)
+        await self._changed()
         logger.info("node %s registered %d tools", machine, len(result.registered))
         return key, result
 
@@ -170,7 +166,7 @@ class Registrar:
         await anyio.to_thread.run_sync(write)
         if spec.endpoint:
             await self.connections.forget(spec.endpoint)
-        await self._changed(machine)
+        await self._changed()
         return result
 
     async def bind(self, principal: str, machine: str) -> None:
@@ -201,22 +197,18 @@ class Registrar:
                     store.retire_assignment(machine, role)
 
         await anyio.to_thread.run_sync(write)
-        await self._changed(machine)
+        await self._changed()
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
         if not is_name(seat):
             raise InvalidAddress("The seat name is not valid.")
 
-        def write() -> list[str]:
+        def write() -> None:
             with self.registry.transaction() as session:
-                store = CatalogStore(session)
-                before = store.seats().get(seat)
-                store.place_seat(seat, machine, role)
-                return [before[0]] if before else []
+                CatalogStore(session).place_seat(seat, machine, role)
 
-        previous = await anyio.to_thread.run_sync(write)
-        for name in {*previous, machine}:
-            await self._changed(name)
+        await anyio.to_thread.run_sync(write)
+        await self._changed()  # the seat's previous machine and its new one, both logged
 
 
 def _is_node_endpoint(endpoint: str | None, advertise_url: str) -> bool:

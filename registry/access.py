@@ -40,9 +40,6 @@ class PrincipalRecord:
     revoked: bool
     created_at: datetime
 
-    def is_active(self, now: datetime) -> bool:
-        return not self.revoked and (self.expires_at is None or self.expires_at > now)
-
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

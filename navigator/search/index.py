@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from navigator.addresses import Pattern
+from navigator.limits import LIMITS
 from navigator.search.batch import BatchAnalyzer
 from navigator.search.commonness import stem_zipf_frequency, zipf_frequency
 from navigator.search.documents import Hit, SearchPage, ToolDocument
@@ -39,7 +40,6 @@ __all__ = ["IndexBuild", "SearchIndex"]
 
 log = logging.getLogger(__name__)
 
-COLLAPSED_HOLDERS_SHOWN = 16
 #: Texts analysed at once while an index is built: each batch's postings are counted in one numpy
 #: pass, and the text sent to the worker a batch at a time.
 BUILD_BATCH = 8192
@@ -360,7 +360,7 @@ class SearchIndex:
         if len(documents) == 1:
             return Hit(documents[0].address, documents[0], (), 1, score)
         role, name, _ = tool_text.key
-        holders = tuple(document.holder for document in documents[:COLLAPSED_HOLDERS_SHOWN])
+        holders = tuple(document.holder for document in documents[: LIMITS.collapsed_holders])
         return Hit(f"*/{role}/{name}", documents[0], holders, len(documents), score)
 
 

@@ -160,15 +160,12 @@ class _CompileCache:
 _CACHE: Final = _CompileCache(_CACHE_SIZE)
 
 
-def compile_schema(schema: Any, limits: ValidationLimits = DEFAULT_LIMITS) -> CompiledSchema:
+def compile_schema(schema: Any) -> CompiledSchema:
     """Read the whole schema once; raise ``ToolValidationUnavailable`` if any of it — unused
     branches included — is unsupported, malformed, or beyond a schema-side bound.
 
-    With the default limits, equal schemas share one compiled form (see ``_CompileCache``)."""
-    if limits == DEFAULT_LIMITS:
-        return _CACHE.compiled(schema)
-    size = _measure_schema(schema, limits)
-    return CompiledSchema(compile_document(schema, limits), size, limits)
+    Equal schemas share one compiled form (see ``_CompileCache``)."""
+    return _CACHE.compiled(schema)
 
 
 def check_schema(schema: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fastmcp import Client
 
+from navigator.limits import LIMITS
 from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp, running
 from navigator.services import Services
@@ -44,7 +45,7 @@ async def test_listing_is_the_four_walker_tools_at_3_and_300_assignments(tmp_pat
     assert small == large
     tools = json.loads(small)
     assert [t["name"] for t in tools] == ["seats", "search", "describe", "call"]
-    assert len(small.encode()) < 4096
+    assert len(small.encode()) < LIMITS.walker_listing_bytes
     for tool in tools:
         assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool["name"])
         assert "outputSchema" in tool
