@@ -175,7 +175,7 @@ async def run_demo(listen: str, data: Path) -> None:
     token_file = data / "demo.token"
     await anyio.to_thread.run_sync(_write_secret, token_file, demo_token)
 
-    settings = NavigatorSettings(database_url=database_url, listen=listen, navigator_url=url)
+    settings = NavigatorSettings(database_url=database_url, listen=listen)
     app = build_app(settings, migrate_first=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     async with anyio.create_task_group() as tasks:

@@ -13,8 +13,6 @@ class NavigatorSettings(BaseSettings):
 
     database_url: str = "sqlite:///./meshnav.db"
     listen: str = "127.0.0.1:7700"
-    #: Where nodes and the CLI reach the navigator (also what the demo prints).
-    navigator_url: str | None = None
     #: The CLI's and the stdio navigator's credential.
     token: SecretStr | None = None
     call_deadline_s: float = 30.0
