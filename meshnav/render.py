@@ -89,10 +89,11 @@ async def mesh_tree(url: str, token: str, address: str | None) -> MeshTree:
 def search_table(found: dict[str, Any]) -> Table:
     table = Table(title="search results", show_lines=False)
     table.add_column("#", justify="right")
-    table.add_column("address", style="bold")
+    # an address is what a person copies into the next command: never broken across lines
+    table.add_column("address", style="bold", no_wrap=True)
     table.add_column("title")
-    table.add_column("status")
-    table.add_column("summary", style="dim")
+    table.add_column("status", no_wrap=True)
+    table.add_column("summary", style="dim", ratio=1)
     for rank, result in enumerate(found.get("results", []), start=1):
         address = result["address"]
         if "holderCount" in result:
@@ -128,7 +129,7 @@ def contract_view(contract: dict[str, Any]) -> RenderableType:
 def grants_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="grants")
     for column in ("id", "principal", "effect", "target", "scopes", "revision"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("principal", "target"))
     for row in rows:
         effect = Text(row["effect"], style="green" if row["effect"] == "allow" else "red")
         table.add_row(

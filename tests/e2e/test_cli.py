@@ -126,3 +126,16 @@ def test_a_bad_token_is_refused_without_echoing_it(mesh: MeshHarness) -> None:
     result = meshnav(mesh, "mnv_not-a-real-token", "search", "tables", code=1)
     assert result.stderr.startswith("meshnav: ")
     assert "mnv_not-a-real-token" not in result.stderr
+
+
+def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str) -> None:
+    """Without ``--json`` the same answers are drawn for a person: a table, a contract, a tree."""
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    table = meshnav(mesh, token, "search", "list tables", "--within", "db1/*/*").stdout
+    assert "db1/sqlite/list_tables" in table
+    contract = meshnav(mesh, token, "describe", "db1/sqlite/list_tables").stdout
+    assert "db1/sqlite/list_tables" in contract and "database" in contract
+    tree = meshnav(mesh, token, "mesh", "db1").stdout
+    assert "db1/sqlite" in tree and "answering" in tree
+    grants = meshnav(mesh, admin, "grant", "list").stdout
+    assert "*/*/*" in grants  # the agent's grant
