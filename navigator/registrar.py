@@ -120,7 +120,10 @@ class Registrar:
             holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
             prepared.append((spec, _new_tools(spec, result, holder)))
 
+        taken: list[str] = []  # seats another machine holds: refused, the rest registered
+
         def write() -> bytes:
+            taken.clear()
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
                 store = CatalogStore(session)
@@ -129,8 +132,11 @@ class Registrar:
                 )
                 served = set()
                 for spec, tools in prepared:
+                    if spec.seat is not None and store.seat_taken(spec.seat, machine):
+                        taken.append(spec.seat)
+                        continue
                     served.add(spec.role)
-                    _write(store, machine, spec, tools)
+                    _write(store, machine, spec, tools, by_node=True)
                 for existing in store.assignments(machine=machine):
                     if (
                         existing.role not in served
@@ -141,15 +147,27 @@ class Registrar:
                 return key
 
         key = await anyio.to_thread.run_sync(write)
+        for seat in taken:
+            prefix = f"mesh/{seat}/"
+            result.registered = [a for a in result.registered if not a.startswith(prefix)]
+            result.refused.append(
+                {"name": f"mesh/{seat}", "reason": "another machine holds the seat"}
+            )
         await self.connections.forget(advertise_url.rstrip("/") + "/")
         await self._changed()
         logger.info("node %s registered %d tools", machine, len(result.registered))
         return key, result
 
     async def put_assignment(
-        self, machine: str, spec: AssignmentSpec, *, grant_scope_holders: bool = False
+        self,
+        machine: str,
+        spec: AssignmentSpec,
+        *,
+        grant_scope_holders: bool = False,
+        by_node: bool = False,
     ) -> RegistrationResult:
-        """Register one assignment (an operator, or a node whose tool list changed)."""
+        """Register one assignment: an operator's, or a node's whose tool list changed
+        (``by_node``: a retired machine or a seat another machine holds is a ``Conflict``)."""
         _check_names(machine, spec)
         result = RegistrationResult()
         holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
@@ -157,7 +175,7 @@ class Registrar:
 
         def write() -> None:
             with self.registry.transaction() as session:
-                _write(CatalogStore(session), machine, spec, tools)
+                _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
                 if grant_scope_holders and spec.scopes:
                     AccessStore(session).grant(
                         "*", f"{holder}/*", effect="allow", scopes=spec.scopes
@@ -219,10 +237,17 @@ def _bind(store: AccessStore, principal: str, machine: str) -> None:
     try:
         store.bind_machine(principal, machine)
     except Conflict:
-        raise ToolNotGranted("This node principal speaks for another machine.") from None
+        raise ToolNotGranted("This node principal may not speak for that machine.") from None
 
 
-def _write(store: CatalogStore, machine: str, spec: AssignmentSpec, tools: list[NewTool]) -> None:
+def _write(
+    store: CatalogStore,
+    machine: str,
+    spec: AssignmentSpec,
+    tools: list[NewTool],
+    *,
+    by_node: bool = False,
+) -> None:
     store.put_assignment(
         machine,
         spec.role,
@@ -232,4 +257,5 @@ def _write(store: CatalogStore, machine: str, spec: AssignmentSpec, tools: list[
         endpoint=spec.endpoint,
         scopes=spec.scopes,
         seat=spec.seat,
+        by_node=by_node,
     )

@@ -291,9 +291,16 @@ class AccessStore:
         row.token_hash = None
 
     def bind_machine(self, name: str, machine: str) -> None:
-        """Bind a node principal to the machine it first registers; later machines conflict."""
+        """Bind a node principal to the machine it first registers; later machines conflict, and
+        so does a machine another principal is bound to (revoked or not): a new node for such a
+        machine needs a principal made for it (``principal add --machine``)."""
         row = self._principal(name)
         if row.machine is None:
+            taken = self.session.execute(
+                select(Principal.name).where(Principal.machine == machine, Principal.name != name)
+            ).first()
+            if taken is not None:
+                raise Conflict("Another node principal speaks for that machine.")
             row.machine = machine
         elif row.machine != machine:
             raise Conflict("This node principal is bound to another machine.")

@@ -333,12 +333,20 @@ class CatalogStore:
         endpoint: str | None = None,
         scopes: Iterable[str] = (),
         seat: str | None = None,
+        by_node: bool = False,
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
-        tools, keeps operators' confirmation marks, and restores it when it was retired."""
+        tools, keeps operators' confirmation marks, and restores it when it was retired.
+
+        A node registering (``by_node``) neither brings back a machine an operator retired nor
+        takes a seat another machine holds: both are operators' acts (``Conflict``)."""
         owner = self.session.execute(
             select(Machine).where(Machine.name == machine)
         ).scalar_one_or_none()
+        if by_node and owner is not None and owner.retired_at is not None:
+            raise Conflict("The machine was retired by an operator.")
+        if by_node and seat is not None and self.seat_taken(seat, machine):
+            raise Conflict("Another machine holds that seat; an operator moves it.")
         if owner is None:
             owner = Machine(name=machine)
             self.session.add(owner)
@@ -408,6 +416,17 @@ class CatalogStore:
         """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held)."""
         self._place_seat(name, self._assignment(machine, role))
         self.log_change(machine)
+
+    def seat_taken(self, name: str, machine: str) -> bool:
+        """Whether the mesh seat ``name`` is held by a live assignment of another live machine."""
+        holder = self.session.execute(
+            select(Machine.name)
+            .select_from(Seat)
+            .join(Assignment, Seat.assignment_id == Assignment.id)
+            .join(Machine, Assignment.machine_id == Machine.id)
+            .where(Seat.name == name, Assignment.retired_at.is_(None), Machine.retired_at.is_(None))
+        ).scalar_one_or_none()
+        return holder is not None and holder != machine
 
     def seats(self) -> dict[str, tuple[str, str] | None]:
         rows = self.session.execute(

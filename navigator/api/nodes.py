@@ -75,7 +75,9 @@ async def update_assignment(request: Request) -> dict[str, Any]:
     body = await read_body(request, AssignmentUpdate)
     registrar = services(request).registrar
     await registrar.bind(caller.principal, machine)
-    result = await registrar.put_assignment(machine, _spec(body.assignment, body.advertise))
+    result = await registrar.put_assignment(
+        machine, _spec(body.assignment, body.advertise), by_node=True
+    )
     return result.as_json()
 
 

@@ -219,3 +219,22 @@ def test_a_node_principal_is_bound_to_its_first_machine(registry: Registry) -> N
         store.bind_machine("node-a", "db1")
         with pytest.raises(Conflict):
             store.bind_machine("node-a", "db2")
+
+
+def test_an_unbound_node_principal_cannot_take_a_machine_another_speaks_for(
+    registry: Registry,
+) -> None:
+    """Else a second node token could re-register db1, point its endpoints elsewhere and be given
+    db1's call-token key."""
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
+        store.add_principal("node-b", scopes=["mesh:node"], token_hash="5" * 64)
+        store.bind_machine("node-a", "db1")
+        with pytest.raises(Conflict):
+            store.bind_machine("node-b", "db1")
+        store.revoke_principal("node-a")
+        with pytest.raises(Conflict):  # a revoked node's machine needs a principal made for it
+            store.bind_machine("node-b", "db1")
+        store.bind_machine("node-b", "db2")
+        assert store.principal("node-b").machine == "db2"

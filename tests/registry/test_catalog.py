@@ -91,6 +91,41 @@ def test_a_seat_moves_between_machines_and_keeps_its_name(registry: Registry) ->
     assert holders == {"web1": "web1", "web2": "mesh"}
 
 
+def test_a_node_takes_a_free_seat_but_not_one_another_live_machine_holds(
+    registry: Registry,
+) -> None:
+    """Else any node token could take a seat, and every grant on it, from the machine serving it;
+    moving a seat held elsewhere is an operator's act (ADR 0003)."""
+    backup = {"module": "stdio", "tools": [tool("run")], "seat": "backup", "by_node": True}
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web1", "backup", **backup)  # free: taken
+        store.put_assignment("web1", "backup", **backup)  # its own: kept
+        with pytest.raises(Conflict):
+            store.put_assignment("web2", "backup", **backup)
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.seats() == {"backup": ("web1", "backup")}
+        store.retire_machine("web1")
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web2", "backup", **backup)  # held by a retired machine: taken
+        assert store.seats() == {"backup": ("web2", "backup")}
+        store.put_assignment("web3", "backup", module="stdio", tools=[tool("run")], seat="backup")
+        assert store.seats() == {"backup": ("web3", "backup")}  # an operator moves it
+
+
+def test_a_node_does_not_bring_back_a_machine_an_operator_retired(registry: Registry) -> None:
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")], by_node=True)
+        store.retire_machine("db1")
+    with registry.transaction() as session, pytest.raises(Conflict):
+        CatalogStore(session).put_assignment(
+            "db1", "pg", module="postgres", tools=[tool("q")], by_node=True
+        )
+
+
 def test_every_change_is_logged_by_machine(registry: Registry) -> None:
     with registry.transaction() as session:
         start = CatalogStore(session).last_change()

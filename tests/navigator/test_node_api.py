@@ -1,0 +1,125 @@
+"""The node API under attack (SPEC §6, §7): a node token speaks only for its own machine and
+takes no seat another machine holds, and no body is read past its bound."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from navigator.api.base import MAX_BODY_BYTES
+from navigator.app import build_app
+from navigator.auth import hash_token, mint_token
+from navigator.settings import NavigatorSettings
+from registry import AccessStore, CatalogStore
+
+TOOL = {"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}
+
+
+def registration(machine: str, advertise: str, seat: str | None = None) -> dict[str, Any]:
+    assignment: dict[str, Any] = {"role": "notes", "module": "sqlite", "tools": [TOOL]}
+    if seat is not None:
+        assignment["seat"] = seat
+    return {
+        "machine": machine,
+        "advertise": advertise,
+        "heartbeatS": 5,
+        "assignments": [assignment],
+    }
+
+
+@asynccontextmanager
+async def navigator(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str], Any]]:
+    """An in-process navigator with two node principals, neither bound to a machine yet."""
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with app.router.lifespan_context(app):
+        services = app.state.meshnav
+        tokens = {name: mint_token() for name in ("node-a", "node-b")}
+
+        def principals(session: Any) -> None:
+            for name, token in tokens.items():
+                AccessStore(session).add_principal(
+                    name, scopes=["mesh:node"], token_hash=hash_token(token)
+                )
+
+        await services.transact(principals)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            yield client, tokens, services
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def test_a_second_node_token_cannot_take_over_a_machine(tmp_path: Path) -> None:
+    async with navigator(tmp_path) as (client, tokens, services):
+        first = await client.post(
+            "/api/v1/nodes/register",
+            json=registration("db1", "http://10.0.0.1:7801"),
+            headers=bearer(tokens["node-a"]),
+        )
+        assert first.status_code == 200, first.text
+        taken = await client.post(
+            "/api/v1/nodes/register",
+            json=registration("db1", "http://evil:9999"),
+            headers=bearer(tokens["node-b"]),
+        )
+        beat = await client.post("/api/v1/nodes/db1/heartbeat", headers=bearer(tokens["node-b"]))
+        machine = await services.transact(lambda session: CatalogStore(session).machine("db1"))
+    assert taken.status_code == 403
+    assert taken.json()["error"] == "tool_not_granted"
+    assert "key" not in taken.json()
+    assert beat.status_code == 403
+    assert machine.advertise_url == "http://10.0.0.1:7801"
+
+
+async def test_a_node_registering_a_seat_another_machine_holds_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    async with navigator(tmp_path) as (client, tokens, services):
+        holder = await client.post(
+            "/api/v1/nodes/register",
+            json=registration("web1", "http://10.0.0.1:7801", seat="notes"),
+            headers=bearer(tokens["node-a"]),
+        )
+        assert holder.status_code == 200, holder.text
+        body = registration("web2", "http://10.0.0.2:7801", seat="notes")
+        body["assignments"].append({"role": "files", "module": "sqlite", "tools": [TOOL]})
+        other = await client.post(
+            "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-b"])
+        )
+        seats = await services.transact(lambda session: CatalogStore(session).seats())
+    assert other.status_code == 200, other.text
+    assert other.json()["registered"] == ["web2/files/lookup"]
+    assert other.json()["refused"] == [
+        {"name": "mesh/notes", "reason": "another machine holds the seat"}
+    ]
+    assert seats == {"notes": ("web1", "notes")}
+
+
+async def test_a_body_past_the_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    async with navigator(tmp_path) as (client, tokens, _services):
+        announced = await client.post(
+            "/api/v1/nodes/register",
+            content=b"{}",
+            headers={**bearer(tokens["node-a"]), "Content-Length": str(MAX_BODY_BYTES + 1)},
+        )
+        sent = 0
+
+        async def stream() -> AsyncIterator[bytes]:
+            nonlocal sent
+            for _ in range(64):  # 64 MiB if all were read
+                sent += 1
+                yield b" " * (1024 * 1024)
+
+        streamed = await client.post(
+            "/api/v1/nodes/register", content=stream(), headers=bearer(tokens["node-a"])
+        )
+    assert announced.status_code == 400
+    assert announced.json()["error"] == "invalid_arguments"
+    assert streamed.status_code == 400
+    assert sent <= MAX_BODY_BYTES // (1024 * 1024) + 2
