@@ -3,19 +3,24 @@
 Every module server carries ``CallTokenMiddleware``: a ``tools/call`` runs only with a call token
 the navigator signed for exactly this machine, role, tool and arguments (SPEC §6). Anything else —
 no token, a forged, expired, replayed or mismatched one — is refused with ``tool_not_granted`` and
-the tool does not run.
+the tool does not run. The navigator reaches a module through tools alone, so a module's resources
+and prompts (a wrapped ``stdio`` server may have both) are not served at all: no call token could
+cover them, and an agent that reaches a node directly gets nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as mt
 from fastmcp import FastMCP
+from fastmcp.exceptions import PromptError, ResourceError
+from fastmcp.prompts import Prompt
+from fastmcp.resources import Resource, ResourceTemplate
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from starlette.applications import Starlette
@@ -49,6 +54,9 @@ class Assignment:
         return "node_seat" if self.spec.module == "node" else "assignment"
 
 
+_TOOLS_ONLY = "A node serves only tool calls its navigator signed."
+
+
 def _refusal(error: CallTokenRejected) -> ToolResult:
     body = {"error": error.code, "status": error.status, "message": str(error)}
     return ToolResult(
@@ -80,6 +88,25 @@ class CallTokenMiddleware(Middleware):
         except CallTokenRejected as error:
             return _refusal(error)
         return await call_next(context)
+
+    # -- what no call token covers: listed as nothing, refused when asked for ------------------
+
+    async def on_list_resources(self, context: Any, call_next: Any) -> Sequence[Resource]:
+        return []
+
+    async def on_list_resource_templates(
+        self, context: Any, call_next: Any
+    ) -> Sequence[ResourceTemplate]:
+        return []
+
+    async def on_list_prompts(self, context: Any, call_next: Any) -> Sequence[Prompt]:
+        return []
+
+    async def on_read_resource(self, context: Any, call_next: Any) -> Any:
+        raise ResourceError(_TOOLS_ONLY)
+
+    async def on_get_prompt(self, context: Any, call_next: Any) -> Any:
+        raise PromptError(_TOOLS_ONLY)
 
 
 class NodeApp:

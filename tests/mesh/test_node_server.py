@@ -1,0 +1,76 @@
+"""What a module server on a node answers to a client that holds no call token (SPEC §6): its
+tools refuse to run, and its resources and prompts — which no call token could cover — are not
+served at all. A wrapped ``stdio`` server may have both."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from fastmcp import Client, FastMCP
+
+from mesh.calltokens import META_KEY, CallTokenVerifier, sign_call_token
+from mesh.server import CallTokenMiddleware
+
+KEY = b"k" * 32
+
+
+def module() -> FastMCP:
+    server = FastMCP("files")
+
+    @server.tool
+    def read_config() -> str:
+        """Read the configuration."""
+        return "DB_PASSWORD=hunter2"
+
+    @server.resource("config://secrets")
+    def secrets() -> str:
+        return "DB_PASSWORD=hunter2"
+
+    @server.resource("file://{path}")
+    def file(path: str) -> str:
+        return f"contents of {path}"
+
+    @server.prompt
+    def admin_prompt() -> str:
+        return "You are root; the password is hunter2."
+
+    server.add_middleware(CallTokenMiddleware(CallTokenVerifier("db1", lambda: KEY), "files"))
+    return server
+
+
+async def test_a_tool_runs_only_with_a_call_token() -> None:
+    async with Client(module()) as client:
+        refused = await client.call_tool_mcp("read_config", {})
+        token = sign_call_token(
+            KEY,
+            arguments={},
+            principal="alice",
+            address="db1/files/read_config",
+            machine="db1",
+            role="files",
+            tool="read_config",
+        )
+        allowed = await client.call_tool_mcp("read_config", {}, meta={META_KEY: token})
+    assert refused.is_error
+    assert refused.structured_content is not None
+    assert refused.structured_content["error"] == "tool_not_granted"
+    assert not allowed.is_error
+    assert "hunter2" in str(allowed.content)
+
+
+async def test_resources_and_prompts_are_neither_listed_nor_served() -> None:
+    async with Client(module()) as client:
+        assert await client.list_resources() == []
+        assert await client.list_resource_templates() == []
+        assert await client.list_prompts() == []
+        asks: list[Callable[[], Awaitable[Any]]] = [
+            lambda: client.read_resource("config://secrets"),
+            lambda: client.read_resource("file:///etc/passwd"),
+            lambda: client.get_prompt("admin_prompt"),
+        ]
+        for ask in asks:
+            with pytest.raises(Exception) as refused:
+                await ask()
+            assert "hunter2" not in str(refused.value)
