@@ -72,8 +72,9 @@ def test_an_unknown_grant_is_one_line_on_stderr_and_a_non_zero_exit(invoke: Any)
     assert result.stderr.startswith("meshnav: ")
 
 
-def test_every_setting_has_a_flag_on_the_navigator(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SPEC §11: each MESHNAV_* setting the navigator reads has a flag, and the flag wins."""
+def test_each_spec_setting_has_a_flag_on_the_navigator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPEC §11: each of its MESHNAV_* settings that the navigator reads has a flag, and the flag
+    wins over the environment (settings beyond §11 — JWT, allowed hosts — are environment only)."""
     seen: dict[str, Any] = {}
 
     async def serve(overrides: dict[str, Any], *, stdio: bool = False) -> None:

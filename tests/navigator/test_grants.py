@@ -177,3 +177,9 @@ def test_fingerprint_moves_with_any_applicable_row() -> None:
         ALICE, rows(("alice", "allow", "*/*/*"), ("alice", "deny", "db1/*/*"))
     )
     assert one.rows_fingerprint != two.rows_fingerprint
+    # the same row changed in place (its id kept, its revision moved): a deny where an allow was
+    (row,) = rows(("alice", "allow", "*/*/*")).rows
+    changed = GrantSnapshot(
+        revision=2, rows=(GrantRecord(row.id, "alice", "*/*/*", (), "deny", row.revision + 1),)
+    )
+    assert compile_permissions(ALICE, changed).rows_fingerprint != one.rows_fingerprint
