@@ -26,7 +26,7 @@ from navigator.reads import short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
-from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS, PRUNED_THROUGH
+from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
 
@@ -294,14 +294,11 @@ class _State:
         self, assignment: CatalogAssignment, rows: list[CatalogRow], contracts: _Contracts
     ) -> list[ToolDocument]:
         """Place an assignment and its live tools; return their documents for the caller to
-        index (a whole load indexes many assignments' documents at once). An assignment of a
-        retired machine has no live tools, as a retired assignment has none: its machine is put
-        first, so retiring a machine takes every tool of it out of search."""
+        index (a whole load indexes many assignments' documents at once)."""
         key = (assignment.machine, assignment.role)
         self.drop_assignment(key)
         self.assignments[key] = assignment
-        machine = self.machines.get(assignment.machine)
-        if assignment.retired or (machine is not None and machine.record.retired_at is not None):
+        if assignment.retired:  # or its machine is (the catalogue rows say so)
             return []
         holder, role = assignment.holder, assignment.address_role
         documents = []
@@ -440,18 +437,14 @@ class Catalog:
         )
         if not changes:
             return 0
-        if len(changes) >= CATCH_UP_PAGE or await self._pruned_past_view():
+        pruned_through = changes[0][2]  # entries this view needed may be gone: reload
+        if len(changes) >= CATCH_UP_PAGE or (pruned_through or 0) > self.revision:
             await self.load()
             return len(changes)
-        for machine in dict.fromkeys(name for _, name in changes):
+        for machine in dict.fromkeys(name for _, name, _ in changes):
             await self._reload_machine(machine)
         self.revision = max(self.revision, changes[-1][0])
         return len(changes)
-
-    async def _pruned_past_view(self) -> bool:
-        """Whether the log was pruned past this view: entries it would need may be gone."""
-        rows = await short_read(self.registry, self.registry.rows, PRUNED_THROUGH, {})
-        return bool(rows) and int(rows[0][0]) > self.revision
 
     async def _reload_machine(self, name: str) -> None:
         """Re-read one machine and its assignments."""

@@ -20,7 +20,7 @@ from navigator.addresses import is_machine_name, is_name, is_tool_name
 from navigator.catalog import Catalog
 from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
 from navigator.nodes import NodeConnections
-from registry import AccessStore, CatalogStore, Conflict, NewTool, Registry
+from registry import AccessStore, CatalogStore, Conflict, NewTool, Registry, SeatTaken
 
 __all__ = ["AssignmentSpec", "Registrar", "RegistrationResult"]
 
@@ -132,11 +132,12 @@ class Registrar:
                 )
                 served = set()
                 for spec, tools in prepared:
-                    if spec.seat is not None and store.seat_taken(spec.seat, machine):
-                        taken.append(spec.seat)
+                    try:  # the check comes before any write of the assignment
+                        _write(store, machine, spec, tools, by_node=True)
+                    except SeatTaken:
+                        taken.append(str(spec.seat))
                         continue
                     served.add(spec.role)
-                    _write(store, machine, spec, tools, by_node=True)
                 for existing in store.assignments(machine=machine):
                     if (
                         existing.role not in served

@@ -20,7 +20,7 @@ from registry.catalog import (
     ToolRecord,
 )
 from registry.database import HEAD_REVISION, Registry, migrate
-from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable
+from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
 
 __all__ = [
     "HEAD_REVISION",
@@ -39,6 +39,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
+    "SeatTaken",
     "TokenHolder",
     "ToolRecord",
     "migrate",

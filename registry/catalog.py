@@ -11,10 +11,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, Select, Text, bindparam, cast, delete, func, select, text, update
+from sqlalchemy import (
+    Row,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session, selectinload
 
-from registry.errors import Conflict, NotFound
+from registry.errors import Conflict, NotFound, SeatTaken
 from registry.models import (
     Assignment,
     CatalogChange,
@@ -49,15 +61,17 @@ CATALOG_ROWS_BATCH = 2000
 # The two reads a navigator makes on every tick of following the registry, as single statements
 # for ``Registry.rows`` (inline on SQLite, compiled once), not ORM sessions on a worker thread.
 #: The change log after ``after``, oldest first, at most ``limit`` entries: ``(id, machine)``.
+#: The revision counter naming the last log id pruned; and the one row that reads it.
+CHANGES_PRUNED = "changes_pruned"
+PRUNED_THROUGH = select(Revision.value).where(Revision.name == CHANGES_PRUNED)
+#: The log after a position, each entry with the pruning mark (a view behind it must reload): one
+#: read for both.
 CHANGES_SINCE = (
-    select(CatalogChange.id, CatalogChange.machine)
+    select(CatalogChange.id, CatalogChange.machine, PRUNED_THROUGH.scalar_subquery())
     .where(CatalogChange.id > bindparam("after"))
     .order_by(CatalogChange.id)
     .limit(bindparam("limit"))
 )
-#: The revision counter naming the last log id pruned; and the one row that reads it.
-CHANGES_PRUNED = "changes_pruned"
-PRUNED_THROUGH = select(Revision.value).where(Revision.name == CHANGES_PRUNED)
 #: Every machine, as ``MachineRecord`` fields in order (heartbeats change without a logged change).
 MACHINE_RECORDS = select(
     Machine.name,
@@ -186,7 +200,7 @@ class CatalogStore:
 
     def changes_since(self, after: int, *, limit: int = 1000) -> list[tuple[int, str]]:
         rows = self.session.execute(CHANGES_SINCE, {"after": after, "limit": limit})
-        return [(int(i), str(m)) for i, m in rows]
+        return [(int(i), str(m)) for i, m, _ in rows]
 
     def last_change(self) -> int:
         return int(
@@ -345,8 +359,8 @@ class CatalogStore:
         ).scalar_one_or_none()
         if by_node and owner is not None and owner.retired_at is not None:
             raise Conflict("The machine was retired by an operator.")
-        if by_node and seat is not None and self.seat_taken(seat, machine):
-            raise Conflict("Another machine holds that seat; an operator moves it.")
+        if by_node and seat is not None and self._seat_taken(seat, machine):
+            raise SeatTaken()
         if owner is None:
             owner = Machine(name=machine)
             self.session.add(owner)
@@ -417,7 +431,7 @@ class CatalogStore:
         self._place_seat(name, self._assignment(machine, role))
         self.log_change(machine)
 
-    def seat_taken(self, name: str, machine: str) -> bool:
+    def _seat_taken(self, name: str, machine: str) -> bool:
         """Whether the mesh seat ``name`` is held by a live assignment of another live machine."""
         holder = self.session.execute(
             select(Machine.name)
@@ -497,7 +511,9 @@ class CatalogStore:
 
 
 def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
-    """Assignments (of one machine, when named) joined with their tools and seat, flat."""
+    """Assignments (of one machine, when named) joined with their tools and seat, flat. An
+    assignment of a retired machine reads as retired: nothing of it is live, in search, in the
+    seats or in the views."""
     query = (
         select(
             Machine.name,
@@ -506,7 +522,7 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
             Assignment.kind,
             Assignment.endpoint,
             cast(Assignment.scopes, Text),
-            Assignment.retired_at.is_not(None),
+            or_(Assignment.retired_at.is_not(None), Machine.retired_at.is_not(None)),
             Seat.name,
             Tool.name,
             cast(Tool.definition, Text),

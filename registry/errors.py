@@ -4,7 +4,8 @@
     ├── RegistryUnavailable       the database cannot be reached or answered with a storage error
     ├── NotFound                  no such machine, assignment, seat, principal or grant
     └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
-                                  node principal registering another machine)
+        │                         node principal registering another machine)
+        └── SeatTaken             a node registering a mesh seat another live machine holds
 
 Storage exceptions are translated in one place (`registry.database.translate_errors`) and chained
 with ``from``; their text never becomes a message, since it may hold queries or values.
@@ -12,7 +13,7 @@ with ``from``; their text never becomes a message, since it may hold queries or 
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable"]
+__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable", "SeatTaken"]
 
 
 class RegistryError(Exception):
@@ -30,3 +31,11 @@ class NotFound(RegistryError):
 
 class Conflict(RegistryError):
     """The change contradicts what the registry holds."""
+
+
+class SeatTaken(Conflict):
+    """A node may not take a mesh seat another live machine holds: moving it is an operator's
+    act (ADR 0003)."""
+
+    def __init__(self) -> None:
+        super().__init__("Another machine holds that seat; an operator moves it.")

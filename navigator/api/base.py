@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from navigator.auth import caller_from_scope
+from navigator.bodies import read_bounded
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
@@ -41,25 +42,10 @@ def require_scope(request: Request, scope: str) -> Caller:
     return caller
 
 
-async def _bounded_body(request: Request) -> bytes:
-    """The request body, read no further than ``MAX_BODY_BYTES``: a larger one (announced or
-    streamed) is refused before it is held in memory."""
-    too_large = InvalidArguments("The request body is too large.")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 async def read_body(request: Request, model: type[B]) -> B:
-    raw = await _bounded_body(request)
+    raw = await read_bounded(request, MAX_BODY_BYTES)
+    if raw is None:
+        raise InvalidArguments("The request body is too large.")
     try:
         data = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):

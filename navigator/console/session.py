@@ -15,6 +15,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from navigator.bodies import read_bounded
 from navigator.console.layout import sign_in_document
 from navigator.console.security import is_same_origin
 from navigator.errors import NavigatorError, Unauthenticated, error_body, from_registry
@@ -88,11 +89,9 @@ async def _read_form(request: Request) -> dict[str, str]:
         "application/x-www-form-urlencoded"
     ):
         return {}
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            return {}
+    body = await read_bounded(request, MAX_FORM_BYTES)
+    if body is None:
+        return {}
     try:
         fields = parse_qs(body.decode("utf-8"), max_num_fields=8, strict_parsing=False)
     except (UnicodeDecodeError, ValueError):

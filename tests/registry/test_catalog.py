@@ -115,6 +115,19 @@ def test_a_node_takes_a_free_seat_but_not_one_another_live_machine_holds(
         assert store.seats() == {"backup": ("web3", "backup")}  # an operator moves it
 
 
+def test_a_retired_machines_assignments_read_as_retired(registry: Registry) -> None:
+    """Search, the seats and the views all read the catalogue rows: nothing of a retired machine
+    is live in any of them."""
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("db1", "pg", module="postgres", tools=[tool("q")])
+        store.put_assignment("web1", "notes", module="sqlite", tools=[tool("q")], seat="notes")
+        store.retire_machine("web1")
+    with registry.transaction() as session:
+        rows = CatalogStore(session).catalog_rows()
+    assert {(row.machine, bool(row.retired)) for row in rows} == {("db1", False), ("web1", True)}
+
+
 def test_a_node_does_not_bring_back_a_machine_an_operator_retired(registry: Registry) -> None:
     with registry.transaction() as session:
         store = CatalogStore(session)
