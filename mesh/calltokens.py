@@ -68,7 +68,7 @@ def sign_call_token(
     machine: str,
     role: str,
     tool: str,
-    arguments: Mapping[str, Any],
+    arguments_digest: str,
     lifetime_s: float = MAX_LIFETIME_S,
     now: float | None = None,
 ) -> str:
@@ -78,7 +78,7 @@ def sign_call_token(
         "m": machine,
         "r": role,
         "t": tool,
-        "d": arguments_digest(arguments),
+        "d": arguments_digest,
         "n": secrets.token_urlsafe(16),
         "e": (time.time() if now is None else now) + min(lifetime_s, MAX_LIFETIME_S),
     }

@@ -56,8 +56,10 @@ ANSWERS = {
         "`tools`), machines (`kind: machine`, `status`, `tools`) and node seats "
         "(`address: */ROLE`, `holderCount`); under a machine, its assignments and node seats "
         "(`module`, `status`, `tools` — the number the caller may use); under an assignment or "
-        "seat, its tools as `{address, kind: tool, title, summary, status}`, without schemas. "
-        "Only what holds at least one tool the caller may call is listed."
+        "seat, its tools as `{address, kind: tool, title, summary, status}`, without schemas; "
+        "under a node seat (`*/ROLE`), each of its tools once, as search collapses it "
+        '(`{address: "*/ROLE/TOOL", holders: [first 16], holderCount, ...}`). Only what holds '
+        "at least one tool the caller may call is listed."
     ),
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "
@@ -71,8 +73,10 @@ ANSWERS = {
     ),
     "call": (
         "The owning node's result passed through whole: content blocks, structured content, "
-        "`isError`. A node's own error is its result with `isError: true`; the navigator's "
-        'errors carry `_meta["meshnav/error"]`.'
+        "`isError`. An answer of content blocks only also comes as structured content "
+        "`{content: [those blocks]}`, since `call` declares an output schema and clients then "
+        "require structured content. A node's own error is its result with `isError: true`; "
+        'the navigator\'s errors carry `_meta["meshnav/error"]`.'
     ),
 }
 

@@ -92,6 +92,16 @@ def parse_address(text: str) -> Address:
     return Address(*parts)
 
 
+def parse_walk_address(text: str) -> Address:
+    """What ``seats`` walks: a prefix, or a node seat on every machine that holds it (``*/node``,
+    as the top of the walk lists it); ``holder`` is then ``*``."""
+    parts = _segments(text)
+    if len(parts) == 2 and parts[0] == WILDCARD:
+        _check_segment(1, parts[1], wildcard=False)
+        return Address(WILDCARD, parts[1])
+    return parse_address(text)
+
+
 def parse_tool_address(text: object) -> Address:
     """Parse an address that must name one tool: all three segments, no wildcard."""
     if not isinstance(text, str):

@@ -46,14 +46,20 @@ def error_answer(error: NavigatorError) -> ToolResult:
     )
 
 
+def _wire(value: Any) -> int:
+    """Bytes of ``value`` as JSON on the wire at most. The sessionless era writes with
+    ``json.dumps``'s ASCII escapes (``é`` is six bytes, an emoji twelve); the legacy era writes
+    UTF-8, which is never longer."""
+    return len(json.dumps(value, separators=(",", ":")))
+
+
 def _cost(value: Any) -> int:
-    text = _dumps(value)
     # once as structured content, once inside the text block as an escaped JSON string
-    return len(text.encode()) + len(json.dumps(text, ensure_ascii=False).encode()) - 2
+    return _wire(value) + _wire(_dumps(value)) - 2
 
 
 def wire_size(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
-    return _cost(structured) + (len(_dumps(meta).encode()) if meta else 0) + ENVELOPE
+    return _cost(structured) + (_wire(meta) if meta else 0) + ENVELOPE
 
 
 def fit_entries(

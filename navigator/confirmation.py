@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mesh.digests import arguments_digest
 from navigator.catalog import CatalogTool
 from navigator.errors import ConfirmationRequired
 from navigator.grants import Caller
@@ -72,14 +71,14 @@ class Confirmations:
         return NONE
 
     @staticmethod
-    def binding(caller: Caller, tool: CatalogTool, arguments: Mapping[str, Any]) -> str:
-        return f"{caller.principal}\n{tool.address}\n{arguments_digest(arguments)}"
+    def binding(caller: Caller, tool: CatalogTool, arguments_digest: str) -> str:
+        return f"{caller.principal}\n{tool.address}\n{arguments_digest}"
 
     async def settle(
         self,
         tool: CatalogTool,
         caller: Caller,
-        arguments: Mapping[str, Any],
+        arguments_digest: str,
         *,
         confirm: str | None,
         elicitor: Elicitor | None,
@@ -88,7 +87,7 @@ class Confirmations:
         policy = self.policy(tool)
         if policy == NONE:
             return
-        binding = self.binding(caller, tool, arguments)
+        binding = self.binding(caller, tool, arguments_digest)
         if elicitor is not None:
             message = f"Allow {caller.principal} to run {tool.address}? It may change things."
             if await elicitor.ask(message, binding):

@@ -55,7 +55,12 @@ class CursorSigner:
         return f"{body}.{self._sign(body)}"
 
     def open(self, cursor: object, binding: dict[str, Any]) -> CursorPosition:
-        if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS or cursor.count(".") != 1:
+        if (
+            not isinstance(cursor, str)
+            or len(cursor) > MAX_CURSOR_CHARS
+            or not cursor.isascii()  # ours are base64url; compare_digest takes ASCII only
+            or cursor.count(".") != 1
+        ):
             raise InvalidCursor()
         body, _, signature = cursor.partition(".")
         if not hmac.compare_digest(self._sign(body), signature):
@@ -75,4 +80,4 @@ class CursorSigner:
         return CursorPosition(offset=0, started=self._clock())
 
     def _sign(self, body: str) -> str:
-        return _b64(hmac.new(self._key, body.encode("ascii", "replace"), hashlib.sha256).digest())
+        return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest())

@@ -25,7 +25,7 @@ from navigator.errors import NavigatorError, error_body, from_registry
 from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.service import Navigator
-from navigator.tools import WALKER_TOOLS
+from navigator.tools import WALKER_TOOLS, check_arguments
 from navigator.validation import compile_schema
 from registry import RegistryError
 
@@ -81,11 +81,11 @@ class DiscoverExtension(ServerExtension):
     ) -> dict[str, Any]:
         arguments = dict(params.model_extra or {}) if isinstance(params, DiscoverParams) else {}
         try:
-            self._checker.validate(arguments)
+            check_arguments(self._checker, arguments)
             answer, meta = await self.navigator.search(
                 self._caller(),
                 arguments["query"],
-                limit=arguments.get("limit", LIMITS.search_limit_default),
+                limit=int(arguments.get("limit", LIMITS.search_limit_default)),
                 within=arguments.get("within"),
                 schemas=True,
                 cursor=arguments.get("cursor"),

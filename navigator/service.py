@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 from mcp_types import CallToolResult
 
 from mesh.calltokens import sign_call_token
-from mesh.digests import digest
-from navigator.addresses import parse_address, parse_pattern, parse_tool_address
+from mesh.digests import arguments_digest, digest
+from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_address
 from navigator.answers import fit_entries, wire_size
-from navigator.catalog import Catalog, CatalogTool
+from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
 from navigator.confirmation import Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner
 from navigator.errors import (
@@ -31,6 +31,7 @@ from navigator.errors import (
     ToolNotGranted,
     ToolSchemaTooLarge,
     ToolValidationUnavailable,
+    UnknownTool,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
@@ -46,6 +47,12 @@ __all__ = ["Navigator"]
 T = TypeVar("T")
 
 logger = logging.getLogger("meshnav.navigator")
+
+#: Arguments the confirmation and the call token cannot bind: RFC 8785 writes I-JSON only.
+_NOT_CANONICAL = (
+    "The arguments hold an integer beyond 2^53 - 1 or a string that is not Unicode text, which "
+    "the navigator cannot sign for the node."
+)
 
 #: Room for ``nextCursor`` and ``_meta`` in a paged answer.
 CURSOR_RESERVE = 1024
@@ -126,7 +133,7 @@ class Navigator:
     async def seats(
         self, caller: Caller, address: str | None, cursor: str | None
     ) -> dict[str, Any]:
-        parsed = None if address is None else parse_address(address)
+        parsed = None if address is None else parse_walk_address(address)
         if parsed is not None and parsed.is_tool:
             raise InvalidAddress("seats walks prefixes; describe a tool by its address.")
         permissions = await self.permissions(caller)
@@ -199,11 +206,20 @@ class Navigator:
         if hit.holders:
             result["holders"] = list(hit.holders)
             result["holderCount"] = hit.holder_count
-            statuses = {self.catalog.machine_status(h) for h in hit.holders}
-            result["status"] = "answering" if "answering" in statuses else "not answering"
+            answering = any(
+                self._holder_answers(f"{holder}/{tool.role}/{tool.name}") for holder in hit.holders
+            )
+            result["status"] = ANSWERING if answering else NOT_ANSWERING
         if schemas:
             result["inputSchema"] = tool.input_schema
         return result
+
+    def _holder_answers(self, address: str) -> bool:
+        """Whether the holder's tool answers: its machine does, and it has an endpoint."""
+        try:
+            return self.catalog.status(self.catalog.tool(address)) == ANSWERING
+        except UnknownTool:  # its machine retired since the page was ranked
+            return False
 
     # --- describe --------------------------------------------------------------------------
 
@@ -265,13 +281,17 @@ class Navigator:
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
         self._schema(tool).validate(arguments)
+        try:  # what the confirmation and the call token bind: I-JSON only (ADR 0004)
+            args_digest = arguments_digest(arguments)
+        except ValueError:
+            raise InvalidArguments(_NOT_CANONICAL, extra={"pointer": ""}) from None
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
-            tool, caller, arguments, confirm=confirm, elicitor=elicitor
+            tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
         if tool.endpoint is None:  # 5. the owning node
             raise NodeUnavailable()
         key = self.catalog.node_keys.get(tool.machine)
-        token = None if key is None else _signer(key, caller, tool, arguments)
+        token = None if key is None else _signer(key, caller, tool, args_digest)
         result = await self.connections.call(
             tool.endpoint,
             tool.name,
@@ -289,9 +309,7 @@ class Navigator:
         return result
 
 
-def _signer(
-    key: bytes, caller: Caller, tool: CatalogTool, arguments: dict[str, Any]
-) -> Callable[[], str]:
+def _signer(key: bytes, caller: Caller, tool: CatalogTool, args_digest: str) -> Callable[[], str]:
     """A fresh call token per attempt, for exactly this tool on this machine with these arguments.
 
     Servers registered by URL have no key and get no token: they cannot check one (SPEC §6).
@@ -305,7 +323,7 @@ def _signer(
             machine=tool.machine,
             role=tool.endpoint_role,
             tool=tool.name,
-            arguments=arguments,
+            arguments_digest=args_digest,
         )
 
     return token

@@ -12,19 +12,24 @@ from typing import Annotated, Any
 
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from navigator.answers import answer, error_answer
 from navigator.caller import current_caller
 from navigator.elicitation import InputNeeded, elicitor_for
-from navigator.errors import NavigatorError, from_registry
+from navigator.errors import (
+    InvalidArguments,
+    NavigatorError,
+    ToolValidationUnavailable,
+    from_registry,
+)
 from navigator.limits import LIMITS
 from navigator.service import Navigator
 from navigator.validation import CompiledSchema, compile_schema
 from registry import RegistryError
 
-__all__ = ["WALKER_TOOLS", "walker_tools"]
+__all__ = ["WALKER_TOOLS", "check_arguments", "walker_tools"]
 
 _ADDRESS: dict[str, Any] = {
     "type": "string"
@@ -61,7 +66,7 @@ class WalkerTool(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            self._checker().validate(arguments)
+            check_arguments(self._checker(), arguments)
             return await self.answer(arguments)
         except NavigatorError as error:
             return error_answer(error)
@@ -86,7 +91,7 @@ class SearchTool(WalkerTool):
         results, meta = await self.navigator.search(
             current_caller(),
             arguments["query"],
-            limit=arguments.get("limit", LIMITS.search_limit_default),
+            limit=int(arguments.get("limit", LIMITS.search_limit_default)),  # 2.0 is an integer
             within=arguments.get("within"),
             schemas=arguments.get("schemas", False),
             cursor=arguments.get("cursor"),
@@ -117,7 +122,44 @@ class CallTool(WalkerTool):
             )
         except InputNeeded as needed:
             return InputRequiredToolResult(needed.result)
+        if result.structured_content is None and not result.is_error:
+            # call declares an outputSchema, and a client then requires structured content: a
+            # node's content-only answer (a wrapped stdio server's text) also comes as its blocks
+            result = result.model_copy(update={"structured_content": {"content": _blocks(result)}})
         return ToolResult.from_mcp_result(result)
+
+
+def _blocks(result: CallToolResult) -> list[dict[str, Any]]:
+    return [
+        block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content
+    ]
+
+
+def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
+    """A walker's own arguments against its schema: any failure, a size bound included, is
+    ``invalid_arguments`` (SPEC §9). ``call``'s ``args`` is checked only as an object here; it is
+    the tool's to judge, after its address, its existence and the grants (SPEC §3)."""
+    own = {
+        name: {} if name == "args" and isinstance(value, dict) else value
+        for name, value in arguments.items()
+    }
+    if any(isinstance(value, str) and not _unicode(value) for value in own.values()):
+        raise InvalidArguments("A string in the arguments is not Unicode text.")
+    try:
+        checker.validate(own)
+    except ToolValidationUnavailable:
+        raise InvalidArguments("The arguments are larger than this tool takes.") from None
+
+
+def _unicode(text: str) -> bool:
+    """Whether ``text`` is Unicode text: JSON's ``\\ud800`` escapes can give a lone surrogate."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _query_schema() -> dict[str, Any]:
@@ -125,7 +167,7 @@ def _query_schema() -> dict[str, Any]:
         "type": "string",
         "minLength": 1,
         "maxLength": LIMITS.query_chars,
-        "pattern": "^[^\\u0000-\\u001f\\u007f]*$",
+        "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",  # C0, DEL and C1
         "description": "Words for what you want done, e.g. 'list postgres databases'.",
     }
 
@@ -138,8 +180,9 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             "description": (
                 "Walk the mesh one level at a time. No address: the mesh seats, the machines and "
                 "the node seats every machine holds. A machine (e.g. 'db1'): its assignments. An "
-                "assignment ('db1/postgres') or seat ('mesh/backup'): its tools. Only what you may "
-                "call is shown. Then describe a tool, and call it by its full address."
+                "assignment ('db1/postgres'), seat ('mesh/backup') or node seat ('*/node'): its "
+                "tools. Only what you may call is shown. Then describe a tool, and call it by its "
+                "full address."
             ),
             "parameters": {
                 "type": "object",
@@ -258,7 +301,10 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             },
             "output_schema": {
                 "type": "object",
-                "description": "The owning node's structured content, passed through whole.",
+                "description": (
+                    "The owning node's structured content, passed through whole; for an answer "
+                    "of content blocks only, {'content': those blocks}."
+                ),
             },
         },
     ),

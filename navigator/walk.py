@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from navigator.addresses import MESH, Address
-from navigator.catalog import RETIRED, Catalog, CatalogTool
+from navigator.addresses import MESH, WILDCARD, Address
+from navigator.catalog import ANSWERING, NOT_ANSWERING, RETIRED, Catalog, CatalogTool
 from navigator.errors import UnknownTool
 from navigator.grants import Permissions
+from navigator.limits import LIMITS
 
 __all__ = ["walk"]
 
@@ -67,6 +68,8 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
     holdings = _holdings(catalog, permissions)
     if address is None:
         return {"address": None, "kind": "mesh", "entries": _top(catalog, holdings)}
+    if address.holder == WILDCARD:
+        return _node_seat(str(address.role), holdings)
     if address.role is None and address.holder == MESH:
         seats = [_seat_entry(h) for h in holdings if h.kind == "seat"]
         return {"address": MESH, "kind": "mesh seats", "entries": sorted(seats, key=_by_address)}
@@ -110,6 +113,42 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
                 ],
             }
     raise UnknownTool(NOTHING_HERE)
+
+
+def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
+    """A node seat across the machines that hold it: each tool once, as ``*/ROLE/TOOL`` with the
+    first holders in address order and their count, as search collapses it (SPEC §3)."""
+    held = sorted(
+        (h for h in holdings if h.kind == "node seat" and h.role == role), key=lambda h: h.holder
+    )
+    if not held:
+        raise UnknownTool(NOTHING_HERE)
+    by_name: dict[str, list[tuple[_Holding, CatalogTool]]] = defaultdict(list)
+    for holding in held:
+        for tool in holding.tools:
+            by_name[tool.name].append((holding, tool))
+    entries = []
+    for name, offered in sorted(by_name.items()):
+        tool = offered[0][1]
+        answering = any(holding.status == ANSWERING for holding, _ in offered)
+        entries.append(
+            {
+                "address": f"{WILDCARD}/{role}/{name}",
+                "kind": "tool",
+                "title": tool.title,
+                "summary": tool.summary,
+                "status": ANSWERING if answering else NOT_ANSWERING,
+                "holders": [h.holder for h, _ in offered[: LIMITS.collapsed_holders]],
+                "holderCount": len(offered),
+            }
+        )
+    return {
+        "address": f"{WILDCARD}/{role}",
+        "kind": "node seat",
+        "module": held[0].module,
+        "holderCount": len(held),
+        "entries": entries,
+    }
 
 
 def _by_address(entry: dict[str, Any]) -> str:

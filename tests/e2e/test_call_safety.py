@@ -14,6 +14,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from mesh.calltokens import META_KEY, sign_call_token
+from mesh.digests import arguments_digest
 from registry import CatalogStore
 from tests.harness import MeshHarness, mcp_client, tool_result
 
@@ -125,7 +126,7 @@ def _token(mesh: MeshHarness, arguments: dict[str, Any], **overrides: Any) -> st
         "machine": "db1",
         "role": "sqlite",
         "tool": "execute",
-        "arguments": arguments,
+        "arguments_digest": arguments_digest(arguments),
     }
     key = overrides.pop("key", _key(mesh, "db1"))
     claims.update(overrides)

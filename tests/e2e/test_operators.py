@@ -69,6 +69,13 @@ async def test_operator_registers_http_and_stdio_servers_then_retires_one(
         )
         assert by_url.structured_content == {"text": "one"}
         assert by_stdio.structured_content == {"text": "two"}
+        # a tool that answers text only: call still answers structured content, as its
+        # outputSchema promises, so a client that checks it (the SDK's, here) takes the answer
+        shouted = await client.call_tool(
+            "call", {"address": "tools1/echoer/shout", "args": {"text": "hi"}}
+        )
+        assert shouted.structured_content == {"content": [{"type": "text", "text": "HI"}]}
+        assert [block.text for block in shouted.content] == ["HI"]  # type: ignore[union-attr]
 
         retired = httpx.post(
             f"{mesh.navigator_url}/api/v1/retire",

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from mesh.calltokens import MAX_LIFETIME_S, CallTokenVerifier, sign_call_token
+from mesh.digests import arguments_digest
 from mesh.errors import CallTokenRejected
 
 KEY = b"k" * 32
@@ -32,7 +33,7 @@ def token(
         "tool": "query",
         **claims,
     }
-    return sign_call_token(key, arguments=arguments, now=clock(), **fields)
+    return sign_call_token(key, arguments_digest=arguments_digest(arguments), now=clock(), **fields)
 
 
 def verifier(clock: Clock) -> CallTokenVerifier:

@@ -11,6 +11,7 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from mesh.calltokens import META_KEY, CallTokenVerifier, sign_call_token
+from mesh.digests import arguments_digest
 from mesh.server import CallTokenMiddleware
 
 KEY = b"k" * 32
@@ -45,7 +46,7 @@ async def test_a_tool_runs_only_with_a_call_token() -> None:
         refused = await client.call_tool_mcp("read_config", {})
         token = sign_call_token(
             KEY,
-            arguments={},
+            arguments_digest=arguments_digest({}),
             principal="alice",
             address="db1/files/read_config",
             machine="db1",

@@ -1,0 +1,169 @@
+"""What the walker tools do with arguments at and past their edges (SPEC §3, §9): each gets the
+§9 code the SPEC names, none repeats what was sent, and ``call`` judges its address, the tool's
+existence and the grants before the size of ``args``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from navigator.registrar import AssignmentSpec
+from tests.navigator.test_paging import Mesh, _call, mesh_at
+
+COUNT_TOOL = {
+    "name": "count_to",
+    "description": "Count to n.",
+    "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+    "annotations": {"readOnlyHint": True},
+}
+
+
+def _code(answer: dict[str, Any]) -> str:
+    return str(answer.get("error"))
+
+
+async def test_a_limit_written_as_a_float_is_an_integer(tmp_path: Any) -> None:
+    async with mesh_at(tmp_path) as mesh, mesh.client() as client:
+        answer = await _call(client, "search", {"query": "rotate logs", "limit": 2.0})
+    assert len(answer["results"]) == 2
+    assert "nextCursor" in answer
+
+
+async def test_query_with_a_c1_control_character_is_invalid(tmp_path: Any) -> None:
+    async with mesh_at(tmp_path) as mesh, mesh.client() as client:
+        answer = await _call(client, "search", {"query": "rot\u0085ate"})
+    assert _code(answer) == "invalid_arguments"
+
+
+async def test_walker_arguments_past_the_bounds_or_not_unicode_are_invalid(tmp_path: Any) -> None:
+    huge = "a" * 300_000
+    async with mesh_at(tmp_path) as mesh, mesh.client() as client:
+        answers = [
+            await _call(client, "search", {"query": huge}),
+            await _call(client, "search", {"query": "rotate", "within": huge}),
+            await _call(client, "seats", {"address": huge}),
+            await _call(client, "describe", {"address": huge}),
+            await _call(client, "search", {"query": "\ud800rotate"}),
+            await _call(
+                client, "call", {"address": "web1/logs/rotate_logs_1", "confirm": "\ud800"}
+            ),
+        ]
+    assert [_code(answer) for answer in answers] == ["invalid_arguments"] * len(answers)
+    assert all(huge[:100] not in json.dumps(answer) for answer in answers)
+
+
+async def test_call_judges_address_tool_and_grants_before_the_size_of_args(
+    tmp_path: Any,
+) -> None:
+    big = {"site": "x", "pad": list(range(9_000))}  # past the validator's 8,192 values
+    async with mesh_at(tmp_path) as mesh:
+        mesh.grant("web1/logs/rotate_logs_1", "deny")
+        async with mesh.client() as client:
+            codes = [
+                _code(await _call(client, "call", {"address": address, "args": big}))
+                for address in (
+                    "BAD ADDRESS",
+                    "web1/logs/nope",
+                    "web1/logs/rotate_logs_1",
+                    "web1/logs/rotate_logs_2",
+                )
+            ]
+    assert codes == [
+        "invalid_address",
+        "unknown_tool",
+        "tool_not_granted",
+        "tool_validation_unavailable",
+    ]
+
+
+async def test_call_arguments_the_navigator_cannot_sign_are_invalid(tmp_path: Any) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register("web1", "nums", [COUNT_TOOL])
+        async with mesh.client() as client:
+            lone = await _call(
+                client, "call", {"address": "web1/logs/rotate_logs_1", "args": {"site": "\ud800"}}
+            )
+            beyond = await _call(
+                client, "call", {"address": "web1/nums/count_to", "args": {"n": 2**60}}
+            )
+            within = await _call(
+                client, "call", {"address": "web1/nums/count_to", "args": {"n": 2**53 - 1}}
+            )
+    assert _code(lone) == "invalid_arguments"
+    assert _code(beyond) == "invalid_arguments"
+    assert str(2**60) not in json.dumps(beyond)
+    assert _code(within) == "node_unavailable"  # valid: it goes on to a node this test has not
+
+
+async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_wire(
+    tmp_path: Any,
+) -> None:
+    """The sessionless era writes JSON with ASCII escapes: "é" is six bytes on the wire."""
+    tools = [
+        {
+            "name": f"annoter_{i}",
+            "description": "Annote les journaux.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"site": {"type": "string", "description": "é" * 1_500}},
+            },
+        }
+        for i in range(16)
+    ]
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register("fr1", "journaux", tools)
+        await mesh.register("fr2", "gros", [{**tools[0], "description": "é" * 16_000}])
+        async with mesh.client() as client:
+            page = await client.call_tool_mcp(
+                "search", {"query": "annote", "limit": 16, "schemas": True, "within": "fr1"}
+            )
+            described = await _call(client, "describe", {"address": "fr2/gros/annoter_0"})
+    structured = page.structured_content or {}
+    wire = json.dumps(page.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert 0 < len(structured["results"]) < 16 and "nextCursor" in structured
+    assert len(wire) + 200 < 64 * 1024
+    assert _code(described) == "tool_schema_too_large"
+
+
+async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> None:
+    uptime = {
+        "name": "uptime",
+        "title": "Uptime",
+        "description": "How long the machine has run.",
+        "inputSchema": {"type": "object"},
+    }
+    async with mesh_at(tmp_path) as mesh:
+        await _node_seats(mesh, ["n1", "n2", "n3"], uptime)
+        async with mesh.client() as client:
+            top = await _call(client, "seats", {})
+            seat = await _call(client, "seats", {"address": "*/node"})
+            missing = await _call(client, "seats", {"address": "*/nope"})
+            bad = await _call(client, "seats", {"address": "*/*"})
+            found = await _call(client, "search", {"query": "uptime"})
+    assert {"address": "*/node", "kind": "node seat"}.items() <= next(
+        entry for entry in top["entries"] if entry["kind"] == "node seat"
+    ).items()
+    assert seat["address"] == "*/node" and seat["holderCount"] == 3
+    assert seat["entries"] == [
+        {
+            "address": "*/node/uptime",
+            "kind": "tool",
+            "title": "Uptime",
+            "summary": "How long the machine has run.",
+            "status": "not answering",  # registered without an endpoint
+            "holders": ["n1", "n2", "n3"],
+            "holderCount": 3,
+        }
+    ]
+    assert _code(missing) == "unknown_tool"
+    assert _code(bad) == "invalid_address"
+    # search collapses the same tool alike, and tells its status from the holders' tools
+    (collapsed,) = found["results"]
+    assert (collapsed["address"], collapsed["status"]) == ("*/node/uptime", "not answering")
+
+
+async def _node_seats(mesh: Mesh, machines: list[str], tool: dict[str, Any]) -> None:
+    for machine in machines:
+        await mesh.services.registrar.put_assignment(
+            machine, AssignmentSpec(role="node", module="node", kind="node_seat", tools=[tool])
+        )
