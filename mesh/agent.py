@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import socket
 import ssl
 from collections.abc import Sequence
 from typing import Any
@@ -157,8 +158,10 @@ async def serve_node(
     settings: NodeSettings,
     specs: Sequence[ModuleSpec],
     seats: Sequence[tuple[str, ModuleSpec]] = (),
+    server_socket: socket.socket | None = None,
 ) -> None:
-    """Serve the modules and run the agent until cancelled."""
+    """Serve the modules and run the agent until cancelled; on ``server_socket`` when the caller
+    bound it already (the command line does, to report a port in use in one line)."""
     assignments = [Assignment(spec, build_module(spec)) for spec in specs]
     assignments += [Assignment(spec, build_module(spec), seat=seat) for seat, spec in seats]
     agent = NodeAgent(settings, assignments)
@@ -174,7 +177,7 @@ async def serve_node(
     )
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
+        tasks.start_soon(server.serve, None if server_socket is None else [server_socket])
         while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
             await anyio.sleep(0.05)
         try:

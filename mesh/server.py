@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, 
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as mt
 from fastmcp import FastMCP
 from fastmcp.exceptions import PromptError, ResourceError
@@ -148,11 +149,18 @@ class NodeApp:
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         assert message["type"] == "lifespan.startup"
+        started = False
         try:
             async with self.lifespan():
                 await send({"type": "lifespan.startup.complete"})
-                message = await receive()
-        except BaseException:
-            await send({"type": "lifespan.startup.failed", "message": "startup failed"})
+                started = True
+                await receive()  # lifespan.shutdown
+        except anyio.get_cancelled_exc_class():
+            if started:  # the process ends without a shutdown (the agent failed): modules closed
+                return
+            raise
+        except Exception:
+            failed = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": failed, "message": "the modules' lifespan failed"})
             raise
         await send({"type": "lifespan.shutdown.complete"})

@@ -2,18 +2,51 @@
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+from typing import Annotated
+
+from pydantic import AfterValidator, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["NodeSettings"]
+__all__ = ["Listen", "ListeningSettings", "NodeSettings", "split_listen"]
 
 
-class NodeSettings(BaseSettings):
+def split_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` as a host (brackets of an IPv6 host taken off) and a port 1-65535;
+    ``ValueError`` otherwise, without repeating the text."""
+    host, colon, port = listen.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected HOST:PORT with a port from 1 to 65535")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+def _listen(listen: str) -> str:
+    split_listen(listen)
+    return listen
+
+
+#: A ``HOST:PORT`` setting, checked when read.
+Listen = Annotated[str, AfterValidator(_listen)]
+
+
+class ListeningSettings(BaseSettings):
+    """Settings of a server that listens on ``HOST:PORT``, checked when read."""
+
+    listen: Listen = "127.0.0.1:7801"
+
+    @property
+    def host(self) -> str:
+        return split_listen(self.listen)[0]
+
+    @property
+    def port(self) -> int:
+        return split_listen(self.listen)[1]
+
+
+class NodeSettings(ListeningSettings):
     model_config = SettingsConfigDict(env_prefix="MESHNAV_", extra="ignore")
 
     name: str = ""
     navigator_url: str = "http://127.0.0.1:7700"
-    listen: str = "127.0.0.1:7801"
     #: The URL the navigator reaches this node at; defaults to the listen address.
     advertise: str | None = None
     token: SecretStr | None = None
@@ -22,14 +55,6 @@ class NodeSettings(BaseSettings):
     tls_key: str | None = None
     #: CA bundle to trust for an ``https`` navigator URL.
     navigator_ca: str | None = None
-
-    @property
-    def host(self) -> str:
-        return self.listen.rsplit(":", 1)[0]
-
-    @property
-    def port(self) -> int:
-        return int(self.listen.rsplit(":", 1)[1])
 
     @property
     def advertise_url(self) -> str:

@@ -3,16 +3,28 @@ made) or through the admin API when a navigator URL is given."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from meshnav.client import admin_request
 from meshnav.errors import CommandError
 from navigator.addresses import parse_pattern
+from navigator.api.admin import (
+    GrantBody,
+    PrincipalBody,
+    RotateBody,
+    checked_principal,
+    expiry,
+    grant_verdict,
+    is_principal_name,
+)
+from navigator.api.base import parse_body
 from navigator.auth import hash_token, mint_token
-from navigator.errors import InvalidAddress
-from navigator.grants import Caller, explain
+from navigator.errors import InvalidAddress, NavigatorError, from_registry
 from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
+
+T = TypeVar("T")
 
 __all__ = ["Access"]
 
@@ -23,9 +35,15 @@ class Access:
         self.navigator_url = navigator_url
         self.token = token or ""
 
-    async def _api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def _api(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
         assert self.navigator_url is not None
-        return await admin_request(self.navigator_url, self.token, method, path, body)
+        return await admin_request(self.navigator_url, self.token, method, path, body, params)
 
     def _registry(self) -> Registry:
         try:
@@ -34,13 +52,16 @@ class Access:
             raise CommandError(str(error)) from None
         return Registry(self.database_url)
 
-    def _direct(self, work: Any) -> Any:
+    def _direct(self, work: Callable[[AccessStore], T]) -> T:
+        """``work`` on the registry itself, its errors worded as the admin API words them."""
         registry = self._registry()
         try:
             with registry.transaction() as session:
                 return work(AccessStore(session))
         except RegistryError as error:
-            raise CommandError(str(error)) from None
+            raise _command_error(from_registry(error)) from None
+        except NavigatorError as error:
+            raise _command_error(error) from None
         finally:
             registry.dispose()
 
@@ -49,18 +70,21 @@ class Access:
     async def add_principal(
         self, name: str, scopes: list[str], machine: str | None, expires_days: float | None
     ) -> dict[str, Any]:
+        body = {"name": name, "scopes": scopes, "machine": machine, "expiresDays": expires_days}
         if self.navigator_url:
-            body = {"name": name, "scopes": scopes, "machine": machine, "expiresDays": expires_days}
             return dict(await self._api("POST", "/principals", body))
+        try:  # the API's own rules, so that the registry never holds what the API would refuse
+            fields = checked_principal(parse_body(PrincipalBody, body))
+        except NavigatorError as error:
+            raise _command_error(error) from None
         token = mint_token()
-        expires = datetime.now(UTC) + timedelta(days=expires_days) if expires_days else None
         record = self._direct(
             lambda store: store.add_principal(
-                name,
-                scopes=scopes,
+                fields.name,
+                scopes=fields.scopes,
                 token_hash=hash_token(token),
-                machine=machine,
-                expires_at=expires,
+                machine=fields.machine,
+                expires_at=expiry(fields.expires_days),
             )
         )
         return {"principal": record.as_json(), "token": token}
@@ -71,22 +95,24 @@ class Access:
         return [r.as_json() for r in self._direct(lambda store: store.principals())]
 
     async def rotate_principal(self, name: str, expires_days: float | None) -> dict[str, Any]:
+        body = {"expiresDays": expires_days}
         if self.navigator_url:
-            return dict(
-                await self._api("POST", f"/principals/{name}/rotate", {"expiresDays": expires_days})
-            )
+            return dict(await self._api("POST", f"/principals/{_named(name)}/rotate", body))
+        try:
+            fields = parse_body(RotateBody, body)
+        except NavigatorError as error:
+            raise _command_error(error) from None
         token = mint_token()
-        expires = datetime.now(UTC) + timedelta(days=expires_days) if expires_days else None
         record = self._direct(
             lambda store: store.rotate_principal(
-                name, token_hash=hash_token(token), expires_at=expires
+                name, token_hash=hash_token(token), expires_at=expiry(fields.expires_days)
             )
         )
         return {"principal": record.as_json(), "token": token}
 
     async def revoke_principal(self, name: str) -> None:
         if self.navigator_url:
-            await self._api("DELETE", f"/principals/{name}")
+            await self._api("DELETE", f"/principals/{_named(name)}")
             return
         self._direct(lambda store: store.revoke_principal(name))
 
@@ -99,11 +125,17 @@ class Access:
             parse_pattern(target)
         except InvalidAddress:
             raise CommandError("invalid_address: the target is not an address or pattern") from None
+        body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
         if self.navigator_url:
-            body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
             return dict(await self._api("POST", "/grants", body))
+        try:
+            fields = parse_body(GrantBody, body)
+        except NavigatorError as error:
+            raise _command_error(error) from None
         record: GrantRecord = self._direct(
-            lambda store: store.grant(principal, target, effect=effect, scopes=scopes)
+            lambda store: store.grant(
+                fields.principal, fields.target, effect=fields.effect, scopes=fields.scopes
+            )
         )
         return record.as_json()
 
@@ -120,13 +152,18 @@ class Access:
 
     async def check(self, principal: str, address: str) -> dict[str, Any]:
         if self.navigator_url:
-            return dict(
-                await self._api("GET", f"/grants/check?principal={principal}&address={address}")
-            )
+            params = {"principal": principal, "address": address}
+            return dict(await self._api("GET", "/grants/check", params=params))
+        return self._direct(lambda store: grant_verdict(store, principal, address))
 
-        def decide(store: AccessStore) -> dict[str, Any]:
-            record = store.principal(principal)
-            snapshot = store.snapshot(principal, limit=4096)
-            return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
-        return dict(self._direct(decide))
+def _command_error(error: NavigatorError) -> CommandError:
+    return CommandError(f"{error.code}: {error.message}")
+
+
+def _named(name: str) -> str:
+    """A principal's name as one path segment. A name no principal can have (``..``, ``a/b``)
+    is refused here, as the API would refuse it: it must not become another path."""
+    if not is_principal_name(name):
+        raise CommandError("not_found: No such principal.")
+    return quote(name, safe="")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from meshnav.errors import CommandError
 from meshnav.logs import configure_logging
@@ -43,7 +44,8 @@ app.add_typer(principal_app, name="principal")
 app.add_typer(grant_app, name="grant")
 
 console = Console()
-errors = Console(stderr=True)
+# One line however long: scripts read the first line of an error (a confirm token ends it).
+errors = Console(stderr=True, soft_wrap=True, highlight=False)
 
 NavigatorOpt = Annotated[
     str | None, typer.Option("--navigator", envvar="MESHNAV_NAVIGATOR_URL", help="Navigator URL.")
@@ -57,6 +59,7 @@ DatabaseOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 DEFAULT_DATABASE = "sqlite:///./meshnav.db"
 DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
+CREDENTIAL_FLAG = "a token (--token or MESHNAV_TOKEN)"
 
 
 def run(work: Awaitable[T]) -> T:
@@ -77,7 +80,7 @@ def emit(value: Any, as_json: bool) -> None:
 
 def _need(value: str | None, what: str) -> str:
     if not value:
-        raise CommandError(f"{what} is missing (flag or environment)")
+        raise CommandError(f"{what} is missing")
     return value
 
 
@@ -152,9 +155,12 @@ def node_serve(
     tls_key: Annotated[str | None, typer.Option("--tls-key")] = None,
 ) -> None:
     """Run a node agent serving this machine's modules."""
+    from pydantic import ValidationError
+
     from mesh.agent import serve_node
     from mesh.modules import parse_module_spec
     from mesh.settings import NodeSettings
+    from meshnav.serve import listening_socket, mesh_failure, settings_error
 
     async def work() -> None:
         try:
@@ -180,7 +186,18 @@ def node_serve(
         }
         if heartbeat is not None:
             values["heartbeat_s"] = heartbeat
-        await serve_node(NodeSettings(**values), specs, seats)
+        try:
+            settings = NodeSettings(**values)
+        except ValidationError as error:
+            raise settings_error(error) from None
+        with listening_socket(settings.host, settings.port) as server_socket:
+            try:
+                await serve_node(settings, specs, seats, server_socket)
+            except BaseException as error:
+                failure = mesh_failure(error)
+                if failure is None:
+                    raise
+                raise CommandError(str(failure)) from None
 
     run(work())
 
@@ -246,7 +263,7 @@ def principal_add(
     if as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
-        console.print(f"principal {name} added; its token (shown once):")
+        console.print(f"principal {name} added; its token (shown once):", markup=False)
         sys.stdout.write(made["token"] + "\n")
 
 
@@ -310,7 +327,9 @@ def _grant(
         emit(row, True)
     else:
         console.print(
-            f"grant {row['id']}: {effect} {target} for {principal} (revision {row['revision']})"
+            f"grant {row['id']}: {effect} {target} for {principal} (revision {row['revision']})",
+            markup=False,
+            highlight=False,
         )
 
 
@@ -389,10 +408,10 @@ def grant_check(
     if as_json:
         emit(verdict, True)
     else:
-        word = "[green]allowed[/]" if verdict["allowed"] else "[red]denied[/]"
-        console.print(
-            f"{verdict['principal']} → {verdict['address']}: {word} — {verdict['reason']}"
-        )
+        line = Text(f"{verdict['principal']} → {verdict['address']}: ")
+        line.append(*(("allowed", "green") if verdict["allowed"] else ("denied", "red")))
+        line.append(f" — {verdict['reason']}")
+        console.print(line)
 
 
 # --- operators changing the mesh -----------------------------------------------------------
@@ -440,7 +459,7 @@ def register_command(
                 raise CommandError('the tools file must hold {"tools": [...]}')
             body["tools"] = listing["tools"]
         url = navigator or DEFAULT_NAVIGATOR
-        return await admin_request(url, _need(token, "a token"), "POST", "/assignments", body)
+        return await admin_request(url, _need(token, CREDENTIAL_FLAG), "POST", "/assignments", body)
 
     emit(run(work()), as_json)
 
@@ -456,14 +475,14 @@ def retire_command(
 
     async def work() -> Any:
         return await admin_request(
-            url, _need(token, "a token"), "POST", "/retire", {"address": address}
+            url, _need(token, CREDENTIAL_FLAG), "POST", "/retire", {"address": address}
         )
 
     body = run(work())
     if as_json:
         emit(body, True)
     else:
-        console.print(f"retired {address}")
+        console.print(f"retired {address}", markup=False, highlight=False)
 
 
 # --- an agent's view -----------------------------------------------------------------------
@@ -475,9 +494,7 @@ def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: 
     url = navigator or DEFAULT_NAVIGATOR
 
     async def work() -> Any:
-        return await walker_call(
-            url, _need(token, "a token (--token or MESHNAV_TOKEN)"), tool, arguments
-        )
+        return await walker_call(url, _need(token, CREDENTIAL_FLAG), tool, arguments)
 
     return run(work())
 
@@ -493,7 +510,11 @@ def mesh_command(
     from meshnav.render import mesh_tree
 
     url = navigator or DEFAULT_NAVIGATOR
-    tree = run(mesh_tree(url, _need(token, "a token (--token or MESHNAV_TOKEN)"), address))
+
+    async def work() -> Any:
+        return await mesh_tree(url, _need(token, CREDENTIAL_FLAG), address)
+
+    tree = run(work())
     if as_json:
         emit(tree.data, True)
     else:
@@ -553,7 +574,7 @@ def call_command(
     try:
         parsed = json.loads(args)
     except ValueError:
-        errors.print("meshnav: --args is not valid JSON")
+        errors.print("meshnav: --args is not valid JSON", markup=False)
         raise typer.Exit(1) from None
     arguments: dict[str, Any] = {"address": address, "args": parsed}
     if confirm:
@@ -563,7 +584,7 @@ def call_command(
         emit(result, True)
         return
     structured = result.get("structuredContent")
-    if structured is not None:
+    if structured is not None and structured != {"content": result["content"]}:
         emit(structured, False)
     else:
         for block in result["content"]:

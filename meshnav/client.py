@@ -36,13 +36,28 @@ class _Bearer(httpx2.Auth):
             self.refusal = _http_message(response)
 
 
+def _navigator(url: str, token: str) -> tuple[str, CommandError]:
+    """The navigator's base URL, checked, and the error that says it cannot be reached (without
+    any password the URL holds). A token must be given: an empty one is no credential."""
+    if not token:
+        raise CommandError("a token (--token or MESHNAV_TOKEN) is missing")
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise CommandError("the navigator URL must be http:// or https:// and name a host")
+    shown = parsed.copy_with(username=None, password=None)
+    return str(parsed).rstrip("/"), CommandError(f"cannot reach the navigator at {shown}")
+
+
 @asynccontextmanager
 async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHttpTransport]]:
     """A session with the navigator's MCP endpoint; a refusal or an unreachable navigator is a
     ``CommandError`` of one line."""
+    base, unreachable = _navigator(url, token)
     bearer = _Bearer(token)
-    transport = StreamableHttpTransport(url.rstrip("/") + "/mcp", auth=bearer)
-    unreachable = CommandError(f"cannot reach the navigator at {url}")
+    transport = StreamableHttpTransport(base + "/mcp", auth=bearer)
     try:
         async with Client(transport, timeout=60) as client:
             yield client
@@ -63,8 +78,7 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     structured = result.structured_content
     if result.is_error:
         if isinstance(structured, dict) and "error" in structured:
-            extra = f" (confirm token: {structured['confirm']})" if "confirm" in structured else ""
-            raise CommandError(f"{structured['error']}: {structured.get('message', '')}{extra}")
+            raise CommandError(_error_line(structured))
         text = " ".join(getattr(block, "text", "") for block in result.content)
         raise CommandError(f"the tool answered with an error: {text[:500]}")
     if tool == "call":
@@ -72,27 +86,47 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     return structured
 
 
+def _error_line(body: dict[str, Any]) -> str:
+    """A §9 body as one line: its code and message, then where (the pointer and the schema
+    keyword of ``invalid_arguments``) and the confirm token of ``confirmation_required``."""
+    line = f"{body['error']}: {body['message']}"
+    where = [f"pointer {body['pointer']!r}"] if "pointer" in body else []
+    where += [f"keyword {body['keyword']!r}"] if "keyword" in body else []
+    if where:
+        line += f" ({', '.join(where)})"
+    if "confirm" in body:
+        line += f" (confirm token: {body['confirm']})"
+    return line
+
+
 def _http_message(response: httpx.Response | httpx2.Response) -> str:
     try:
-        body = response.json()
-        return f"{body['error']}: {body['message']}"
+        return _error_line(response.json())
     except (ValueError, KeyError, TypeError):
         return f"the navigator answered HTTP {response.status_code}"
 
 
 async def admin_request(
-    url: str, token: str, method: str, path: str, body: dict[str, Any] | None = None
+    url: str,
+    token: str,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    params: dict[str, str] | None = None,
 ) -> Any:
+    """One admin API request. ``path`` is the API's own; names in it are quoted by the caller
+    (``quote(name, safe="")``), and query values go in ``params``, never into the path."""
+    base, unreachable = _navigator(url, token)
     async with httpx.AsyncClient(
-        base_url=url.rstrip("/") + "/api/v1",
+        base_url=base + "/api/v1",
         headers={"Authorization": f"Bearer {token}"},
         timeout=30,
         trust_env=False,
     ) as http:
         try:
-            response = await http.request(method, path, json=body)
+            response = await http.request(method, path, json=body, params=params)
         except httpx.HTTPError:
-            raise CommandError(f"cannot reach the navigator at {url}") from None
+            raise unreachable from None
     if response.status_code >= 400:
         raise CommandError(_http_message(response))
     return json.loads(response.content or b"null")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,9 @@ import anyio
 import uvicorn
 from rich.console import Console
 
+from mesh.settings import split_listen
 from meshnav.errors import CommandError
+from meshnav.serve import listening_socket
 from navigator.app import build_app
 from navigator.auth import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from navigator.catalog import Catalog
@@ -30,7 +33,7 @@ from registry import AccessStore, NotFound, Registry, migrate
 
 __all__ = ["run_demo"]
 
-console = Console()
+console = Console(soft_wrap=True)  # a command to paste is never broken across lines
 
 MACHINES = {
     "db1": ["node", "sqlite:{data}/db1"],
@@ -164,10 +167,25 @@ def _snippet(url: str, token: str) -> str:
     )
 
 
+def _check_ports_free(host: str, ports: range) -> None:
+    """The nodes' ports, tried before any token is made: a demo already running on them (or
+    anything else) stops this one in one line, and leaves the running one as it was."""
+    for port in ports:
+        listening_socket(host, port).close()
+
+
 async def run_demo(listen: str, data: Path) -> None:
+    try:
+        host, port = split_listen(listen)
+    except ValueError as error:
+        raise CommandError(f"--listen: {error}") from None
+    with listening_socket(host, port) as server_socket:
+        _check_ports_free(host, range(port + 1, port + 1 + len(MACHINES)))
+        await _run(listen, host, port, server_socket, data)
+
+
+async def _run(listen: str, host: str, port: int, server_socket: socket.socket, data: Path) -> None:
     data = await anyio.to_thread.run_sync(_prepare_dir, data)
-    host, _, port_text = listen.rpartition(":")
-    port = int(port_text)
     url = f"http://{listen}"
     database_url = f"sqlite:///{data / 'registry.db'}"
     await anyio.to_thread.run_sync(_seed_databases, data)
@@ -179,7 +197,7 @@ async def run_demo(listen: str, data: Path) -> None:
     app = build_app(settings, migrate_first=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
+        tasks.start_soon(server.serve, [server_socket])
         with anyio.move_on_after(10):
             while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await anyio.sleep(0.05)

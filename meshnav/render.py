@@ -1,4 +1,8 @@
-"""Terminal views of the mesh, drawn with Rich from the same walker tools an agent uses."""
+"""Terminal views of the mesh, drawn with Rich from the same walker tools an agent uses.
+
+Every string from the mesh (a tool's title, an address, a principal) is drawn as ``Text``, never
+as Rich markup: a title of "[/]" is a title, not a closing tag.
+"""
 
 from __future__ import annotations
 
@@ -99,7 +103,11 @@ def search_table(found: dict[str, Any]) -> Table:
         if "holderCount" in result:
             address += f"  ({result['holderCount']} holders)"
         table.add_row(
-            str(rank), address, result["title"], _status(result["status"]), result["summary"]
+            str(rank),
+            Text(address),
+            Text(result["title"]),
+            _status(result["status"]),
+            Text(result["summary"]),
         )
     return table
 
@@ -123,7 +131,7 @@ def contract_view(contract: dict[str, Any]) -> RenderableType:
         )
     if "annotations" in contract:
         parts.append(Text("annotations: " + json.dumps(contract["annotations"]), style="dim"))
-    return Panel(Group(*parts), title=contract["title"])
+    return Panel(Group(*parts), title=Text(contract["title"]))
 
 
 def grants_table(rows: list[dict[str, Any]]) -> Table:
@@ -134,10 +142,10 @@ def grants_table(rows: list[dict[str, Any]]) -> Table:
         effect = Text(row["effect"], style="green" if row["effect"] == "allow" else "red")
         table.add_row(
             str(row["id"]),
-            row["principal"],
+            Text(row["principal"]),
             effect,
-            row["target"],
-            " ".join(row["scopes"]),
+            Text(row["target"]),
+            Text(" ".join(row["scopes"])),
             str(row["revision"]),
         )
     return table

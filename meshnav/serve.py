@@ -3,14 +3,53 @@
 from __future__ import annotations
 
 import gc
+import os
+import socket
 from typing import TYPE_CHECKING, Any
 
 from meshnav.errors import CommandError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from mesh.errors import MeshError
     from navigator.settings import NavigatorSettings
 
-__all__ = ["serve_navigator"]
+__all__ = ["listening_socket", "mesh_failure", "serve_navigator", "settings_error"]
+
+
+def settings_error(error: ValidationError) -> CommandError:
+    """A setting that does not parse, named with the rule it breaks, never with its value (it
+    may be a token)."""
+    first = error.errors()[0]
+    name = ".".join(str(part) for part in first["loc"]) or "settings"
+    return CommandError(f"{name}: {first['msg'].removeprefix('Value error, ')}")
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything else is done: a port in use stops the command
+    in one line, before it has touched a registry or a token."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else "the address cannot be bound"
+        raise CommandError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def mesh_failure(error: BaseException) -> MeshError | None:
+    """The node's own failure (a module that cannot be built, a refused enrolment) inside what
+    a task group raised, if that is what ended it."""
+    from mesh.errors import MeshError
+
+    if isinstance(error, MeshError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = mesh_failure(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> None:
@@ -18,21 +57,33 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     # free next to none: the collector would only walk them again and again. ``running`` turns it
     # back on once the catalogue is loaded (and frozen out of its walks).
     gc.disable()
+    from pydantic import ValidationError
+
     from navigator.settings import NavigatorSettings
 
-    settings = NavigatorSettings(**overrides)
+    try:
+        settings = NavigatorSettings(**overrides)
+    except ValidationError as error:
+        raise settings_error(error) from None
     if stdio:
         await _serve_stdio(settings)
         return
+    import anyio.to_thread
     import uvicorn
 
     from navigator.app import build_app
+    from registry import RegistryError, migrate
 
-    app = build_app(settings)
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
-    )
-    await uvicorn.Server(config).serve()
+    with listening_socket(settings.host, settings.port) as server_socket:
+        try:
+            await anyio.to_thread.run_sync(migrate, settings.database_url)
+        except RegistryError as error:
+            raise CommandError(str(error)) from None
+        app = build_app(settings, migrate_first=False)
+        config = uvicorn.Config(
+            app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
+        )
+        await uvicorn.Server(config).serve(sockets=[server_socket])
 
 
 async def _serve_stdio(settings: NavigatorSettings) -> None:

@@ -14,13 +14,14 @@ from typing import Any, cast
 import anyio
 from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from navigator.api import api_routes
+from navigator.api import API_PREFIX, api_routes, no_route
 from navigator.auth import AuthenticationMiddleware
 from navigator.console import console_routes, is_console_path
 from navigator.metrics import METRICS
@@ -153,11 +154,12 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics),
-            Mount("/api/v1", routes=api_routes()),
+            Mount(API_PREFIX, routes=api_routes()),
             *console_routes(),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: no_route},
     )
     app.state.meshnav = services
     app.add_middleware(guard)  # type: ignore[arg-type]

@@ -368,6 +368,13 @@ class Catalog:
             return NOT_ANSWERING
         return state.status(now or datetime.now(UTC))
 
+    def assignment_status(self, assignment: CatalogAssignment, now: datetime | None = None) -> str:
+        """Retired, or its machine's status; not answering without an endpoint to call."""
+        if assignment.retired:
+            return RETIRED
+        status = self.machine_status(assignment.machine, now)
+        return NOT_ANSWERING if status == ANSWERING and assignment.endpoint is None else status
+
     def status(self, tool: CatalogTool) -> str:
         if tool.endpoint is None:
             return NOT_ANSWERING

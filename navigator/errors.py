@@ -34,6 +34,7 @@ __all__ = [
     "InvalidAddress",
     "InvalidArguments",
     "InvalidCursor",
+    "MethodNotAllowed",
     "NavigatorError",
     "NodeAnswerTooLarge",
     "NodeTimeout",
@@ -160,6 +161,14 @@ class NotFound(NavigatorError):
     code = "not_found"
     status = 404
     default_message = "Not found."
+
+
+class MethodNotAllowed(NavigatorError):
+    """The admin API's answer for a path it serves, asked with a method it does not."""
+
+    code = "method_not_allowed"
+    status = 405
+    default_message = "That path does not take this method."
 
 
 class Conflict(NavigatorError):

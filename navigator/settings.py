@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from mesh.settings import Listen, ListeningSettings
 
 __all__ = ["NavigatorSettings"]
 
 
-class NavigatorSettings(BaseSettings):
+class NavigatorSettings(ListeningSettings):
     model_config = SettingsConfigDict(env_prefix="MESHNAV_", extra="ignore")
 
     database_url: str = "sqlite:///./meshnav.db"
-    listen: str = "127.0.0.1:7700"
+    listen: Listen = "127.0.0.1:7700"
     #: The CLI's and the stdio navigator's credential.
     token: SecretStr | None = None
     call_deadline_s: float = 30.0
@@ -29,11 +31,3 @@ class NavigatorSettings(BaseSettings):
     #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
     allowed_hosts: list[str] = []
     allowed_origins: list[str] = []
-
-    @property
-    def host(self) -> str:
-        return self.listen.rsplit(":", 1)[0]
-
-    @property
-    def port(self) -> int:
-        return int(self.listen.rsplit(":", 1)[1])

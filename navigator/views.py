@@ -33,7 +33,7 @@ def mesh_view(catalog: Catalog) -> dict[str, Any]:
         machine = machines.get(assignment.machine)
         if machine is None:
             continue
-        status = RETIRED if assignment.retired else machine["status"]
+        status = catalog.assignment_status(assignment, now)
         entry = {
             "address": f"{assignment.holder}/{assignment.address_role}",
             "machine": assignment.machine,

@@ -40,13 +40,11 @@ def _holdings(catalog: Catalog, permissions: Permissions) -> list[_Holding]:
     now = datetime.now(UTC)
     holdings: dict[tuple[str, str], _Holding] = {}
     for assignment in catalog.assignments():
-        if assignment.retired or not assignment.tools:
+        if not assignment.tools:
             continue
-        status = catalog.machine_status(assignment.machine, now)
+        status = catalog.assignment_status(assignment, now)
         if status == RETIRED or not permissions.may_reach_holder(assignment.holder):
             continue
-        if assignment.endpoint is None:
-            status = "not answering"
         holdings[(assignment.machine, assignment.role)] = _Holding(
             machine=assignment.machine,
             role=assignment.role,

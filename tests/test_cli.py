@@ -117,3 +117,120 @@ def test_an_unreachable_navigator_is_one_line_on_stderr(monkeypatch: pytest.Monk
     result = CliRunner().invoke(app, ["search", "tables", "--navigator", url, "--token", "mnv_x"])
     assert result.exit_code == 1
     assert result.stderr == f"meshnav: cannot reach the navigator at {url}\n"
+
+
+def _one_line(result: Any) -> str:
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("meshnav: ") and result.stderr.count("\n") == 1
+    return str(result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["principal", "add", "Bad Name!"], "invalid_arguments"),
+        (["principal", "add", ".."], "invalid_arguments"),
+        (["principal", "add", "hank", "--expires", "0"], "invalid_arguments"),
+        (["principal", "add", "hank", "--expires", "-1"], "invalid_arguments"),
+        (["principal", "add", "hank", "--machine", "BAD_M"], "invalid_address"),
+        (["principal", "revoke", "nobody"], "not_found"),
+        (["grant", "check", "nobody", "db1/sqlite/query"], "not_found"),
+    ],
+)
+def test_the_registry_directly_keeps_the_admin_apis_rules(
+    invoke: Any, arguments: list[str], said: str
+) -> None:
+    """With no navigator, the command line still refuses what the admin API refuses, in the
+    API's words: the registry never holds a principal the API would not have made."""
+    assert _one_line(invoke(*arguments, code=1)).startswith(f"meshnav: {said}: ")
+    assert invoke("principal", "list", "--json") == []
+
+
+def test_a_bad_address_to_grant_check_is_one_line(invoke: Any) -> None:
+    invoke("principal", "add", "alice")
+    for address in ("BAD", "db1/sqlite", "db1/*/*"):
+        assert "invalid_address" in _one_line(invoke("grant", "check", "alice", address, code=1))
+
+
+def test_names_from_the_registry_are_drawn_as_text_not_markup(invoke: Any) -> None:
+    """A grant's principal is any string; Rich must not read "[/]" as a closing tag."""
+    assert "for [/]" in invoke("grant", "allow", "[/]", "ext4/*/*").stdout
+    assert "for [red]x" in invoke("grant", "allow", "[red]x", "ext4/*/*").stdout
+    listed = invoke("grant", "list").stdout
+    assert "[/]" in listed and "[red]x" in listed
+
+
+def test_an_error_stays_on_one_line_however_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich wraps at 80 columns when stderr is not a terminal; scripts read the first line."""
+    monkeypatch.delenv("MESHNAV_NAVIGATOR_URL", raising=False)
+    url = "http://127.0.0.1:9/" + "a-long-path/" * 12
+    result = CliRunner().invoke(app, ["search", "tables", "--navigator", url, "--token", "mnv_x"])
+    assert len(_one_line(result)) > 120
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said", "hidden"),
+    [
+        (["mesh", "--token", ""], "(--token or MESHNAV_TOKEN) is missing", None),
+        (["search", "x", "--token", ""], "(--token or MESHNAV_TOKEN) is missing", None),
+        (["search", "x", "--token", "t", "--navigator", "notaurl"], "http:// or https://", None),
+        (["search", "x", "--token", "t", "--navigator", "ftp://x"], "http:// or https://", None),
+        (
+            ["search", "x", "--token", "t", "--navigator", "http://[::1"],
+            "http:// or https://",
+            None,
+        ),
+        (
+            ["search", "x", "--token", "t", "--navigator", "http://u:secretpw@127.0.0.1:9"],
+            "cannot reach the navigator at http://127.0.0.1:9",
+            "secretpw",
+        ),
+        (
+            ["principal", "list", "--token", "", "--navigator", "http://x"],
+            "(--token or MESHNAV_TOKEN) is missing",
+            None,
+        ),
+    ],
+)
+def test_what_reaches_the_navigator_is_checked_first(
+    monkeypatch: pytest.MonkeyPatch, arguments: list[str], said: str, hidden: str | None
+) -> None:
+    for variable in ("MESHNAV_NAVIGATOR_URL", "MESHNAV_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    line = _one_line(CliRunner().invoke(app, arguments))
+    assert said in line
+    assert hidden is None or hidden not in line
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["navigator", "serve", "--listen", "notahostport"],
+        ["navigator", "serve", "--listen", "127.0.0.1:99999"],
+        ["navigator", "serve", "--listen", "127.0.0.1:0", "--database", "bogus://x"],
+        ["node", "serve", "--name", "n1", "--module", "node", "--listen", "bad", "--token", "t"],
+        ["node", "serve", "--name", "n1", "--module", "sqlite:/nonexistent/a.db", "--token", "t"],
+        ["demo", "--listen", "bad"],
+    ],
+)
+def test_servers_refuse_bad_settings_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, arguments: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for variable in ("MESHNAV_DATABASE_URL", "MESHNAV_LISTEN", "MESHNAV_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    _one_line(CliRunner().invoke(app, arguments))
+
+
+def test_a_server_whose_port_is_taken_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        database = f"sqlite:///{tmp_path / 'r.db'}"
+        for arguments in (
+            ["navigator", "serve", "--listen", f"127.0.0.1:{port}", "--database", database],
+            ["demo", "--listen", f"127.0.0.1:{port}", "--data", str(tmp_path / "demo")],
+        ):
+            line = _one_line(CliRunner().invoke(app, arguments))
+            assert f"cannot listen on 127.0.0.1:{port}" in line
+    assert not (tmp_path / "demo" / "demo.token").exists()  # nothing made before the port

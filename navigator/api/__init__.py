@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from navigator.api.routes import api_routes
+from navigator.api.routes import API_PREFIX, api_routes, no_route
 
-__all__ = ["api_routes"]
+__all__ = ["API_PREFIX", "api_routes", "no_route"]

@@ -7,6 +7,7 @@ in its OpenAPI document (``navigator.api.openapi``).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -33,6 +34,10 @@ __all__ = [
     "RotateBody",
     "SeatBody",
     "ToolMarkBody",
+    "checked_principal",
+    "expiry",
+    "grant_verdict",
+    "is_principal_name",
 ]
 
 NAME = Field(min_length=1, max_length=63)
@@ -63,8 +68,17 @@ class SeatBody(Body):
     role: str = NAME
 
 
+_PRINCIPAL_NAME = re.compile(r"[A-Za-z0-9_.@:-]{1,128}\Z")
+
+
+def is_principal_name(name: str) -> bool:
+    """Letters, digits and ``_.@:-``, at most 128, and not dots alone (a URL path would read
+    ``..`` as its parent)."""
+    return _PRINCIPAL_NAME.match(name) is not None and name.strip(".") != ""
+
+
 class PrincipalBody(Body):
-    name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.@:-]+$")
+    name: str = Field(min_length=1, max_length=128)
     scopes: list[str] = Field(default_factory=list, max_length=64)
     machine: str | None = Field(default=None, max_length=63)
     expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
@@ -85,7 +99,7 @@ class ToolMarkBody(Body):
     confirmation: Literal["auto", "never", "always", "elicit-only"]
 
 
-def _expiry(days: float | None) -> datetime | None:
+def expiry(days: float | None) -> datetime | None:
     return datetime.now(UTC) + timedelta(days=days) if days else None
 
 
@@ -245,10 +259,22 @@ async def list_principals(request: Request) -> list[dict[str, Any]]:
     return [row.as_json() for row in rows]
 
 
+def checked_principal(body: PrincipalBody) -> PrincipalBody:
+    """A new principal's fields beyond their model: its name, and a bound machine's."""
+    if not is_principal_name(body.name):
+        raise InvalidArguments(
+            "A principal's name is letters, digits and _.@:- (not dots alone), at most 128.",
+            extra={"pointer": "/name"},
+        )
+    if body.machine is not None and not is_machine_name(body.machine):
+        raise InvalidAddress("The machine name is not valid.")
+    return body
+
+
 async def add_principal(request: Request) -> dict[str, Any]:
     """Add a principal; the answer holds its token, the only time it is shown."""
     require_scope(request, ADMIN_SCOPE)
-    body = await read_body(request, PrincipalBody)
+    body = checked_principal(await read_body(request, PrincipalBody))
     token = mint_token()
     record = await services(request).transact(
         lambda session: AccessStore(session).add_principal(
@@ -256,7 +282,7 @@ async def add_principal(request: Request) -> dict[str, Any]:
             scopes=body.scopes,
             token_hash=hash_token(token),
             machine=body.machine,
-            expires_at=_expiry(body.expires_days),
+            expires_at=expiry(body.expires_days),
         )
     )
     return {"principal": record.as_json(), "token": token}
@@ -269,7 +295,7 @@ async def rotate_principal(request: Request) -> dict[str, Any]:
     token = mint_token()
     record = await services(request).transact(
         lambda session: AccessStore(session).rotate_principal(
-            name, token_hash=hash_token(token), expires_at=_expiry(body.expires_days)
+            name, token_hash=hash_token(token), expires_at=expiry(body.expires_days)
         )
     )
     return {"principal": record.as_json(), "token": token}
@@ -319,14 +345,17 @@ async def check_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     principal = request.query_params.get("principal", "")
     address = request.query_params.get("address", "")
+    return await services(request).transact(
+        lambda session: grant_verdict(AccessStore(session), principal, address)
+    )
 
-    def decide(session: Any) -> dict[str, Any]:
-        store = AccessStore(session)
-        record = store.principal(principal)
-        snapshot = store.snapshot(principal, limit=4096)
-        return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
-    return dict(await services(request).transact(decide))
+def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str, Any]:
+    """Which row decides whether ``principal`` may call ``address``, and why (``grants.explain``
+    on the principal's grant rows, read now)."""
+    record = store.principal(principal)
+    snapshot = store.snapshot(principal, limit=4096)
+    return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
 
 def _name(name: str, *, machine: bool = False) -> None:

@@ -50,6 +50,12 @@ async def read_body(request: Request, model: type[B]) -> B:
         data = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):
         raise InvalidArguments("The request body is not JSON.") from None
+    return parse_body(model, data)
+
+
+def parse_body(model: type[B], data: Any) -> B:
+    """A body checked against its model: the API's rules, shared with the command line's direct
+    path to the registry; ``InvalidArguments`` names the field and the rule, never the value."""
     if not isinstance(data, dict):
         raise InvalidArguments("The request body must be a JSON object.")
     try:

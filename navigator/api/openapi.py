@@ -27,7 +27,7 @@ def _operation_id(method: str, path: str) -> str:
 
 
 def openapi_document() -> dict[str, Any]:
-    from navigator.api.routes import ROUTES
+    from navigator.api.routes import QUERY_PARAMETERS, ROUTES
 
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
     paths: dict[str, dict[str, Any]] = {}
@@ -49,6 +49,10 @@ def openapi_document() -> dict[str, Any]:
         parameters = [
             {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
             for name in re.findall(r"{(\w+)}", path)
+        ]
+        parameters += [
+            {"name": name, "in": "query", "required": required, "schema": {"type": "string"}}
+            for name, required in QUERY_PARAMETERS.get((path, method), [])
         ]
         if parameters:
             operation["parameters"] = parameters

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from navigator.api import admin, nodes
-from navigator.api.base import handler
+from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
+from navigator.errors import MethodNotAllowed, NotFound
 
-__all__ = ["ROUTES", "api_routes"]
+__all__ = ["API_PREFIX", "ROUTES", "api_routes", "no_route"]
+
+API_PREFIX = "/api/v1"
 
 #: (path, method, endpoint, request body model or None) — the table the OpenAPI document describes.
 ROUTES = [
@@ -37,6 +43,12 @@ ROUTES = [
     ("/nodes/{machine}/assignments/{role}", "PUT", nodes.update_assignment, nodes.AssignmentUpdate),
 ]
 
+#: The query parameters a route reads, by (path, method): (name, required).
+QUERY_PARAMETERS = {
+    ("/grants", "GET"): [("principal", False)],
+    ("/grants/check", "GET"): [("principal", True), ("address", True)],
+}
+
 
 def api_routes() -> list[BaseRoute]:
     routes: list[BaseRoute] = [Route("/openapi.json", openapi_endpoint, methods=["GET"])]
@@ -44,3 +56,15 @@ def api_routes() -> list[BaseRoute]:
         Route(path, handler(endpoint), methods=[method]) for path, method, endpoint, _ in ROUTES
     ]
     return routes
+
+
+async def no_route(request: Request, exc: Exception) -> Response:
+    """The navigator's answer where no route matches: under ``/api/v1``, SPEC §9's body (a path
+    the API does not serve, or a method a path does not take); elsewhere, Starlette's own."""
+    assert isinstance(exc, HTTPException)
+    if not request.url.path.startswith(API_PREFIX + "/"):
+        if exc.status_code in (204, 304):
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+    error = MethodNotAllowed() if exc.status_code == 405 else NotFound("No such API path.")
+    return error_response(error)

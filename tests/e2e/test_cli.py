@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.harness import MeshHarness
@@ -139,3 +140,72 @@ def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str)
     assert "db1/sqlite" in tree and "answering" in tree
     grants = meshnav(mesh, admin, "grant", "list").stdout
     assert "*/*/*" in grants  # the agent's grant
+
+
+def test_text_from_the_mesh_is_drawn_as_text_not_markup(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    """A registered server's title is any string: "[/]" in it is drawn, not read as a tag."""
+    listing = {
+        "tools": [
+            {
+                "name": "zebrafy",
+                "title": "Zebrafy [/]",
+                "description": "Stripes [bold]anything.",
+                "inputSchema": {"type": "object"},
+            }
+        ]
+    }
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps(listing))
+    as_json(mesh, admin, "register", "cli-markup", "stripes", "--tools-file", str(tools_file))
+    mesh.grant("cli-admin", "cli-markup/*/*")
+    table = meshnav(mesh, admin, "search", "zebrafy", "--within", "cli-markup/*/*").stdout
+    contract = meshnav(mesh, admin, "describe", "cli-markup/stripes/zebrafy").stdout
+    assert "Zebrafy [/]" in table and "[bold]" in table  # the summary wraps at 80 columns
+    assert "Zebrafy [/]" in contract
+    # a tools file registers no endpoint: nothing answers for it, wherever it is shown
+    view = as_json(mesh, admin, "mesh", "cli-markup")
+    assert view["status"] in ("answering", "not answering")
+    assert {entry["status"] for entry in view["entries"]} == {"not answering"}
+    mesh_view = httpx.get(
+        f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {admin}"}
+    ).json()
+    (machine,) = [m for m in mesh_view["machines"] if m["name"] == "cli-markup"]
+    assert [a["status"] for a in machine["assignments"]] == ["not answering"]
+    as_json(mesh, admin, "retire", "cli-markup")
+
+
+def test_names_and_addresses_reach_the_api_as_they_were_typed(
+    mesh: MeshHarness, admin: str
+) -> None:
+    """A name is one path segment and an address one query value: "q/../victim" names no
+    principal (it must not reach "victim"), and "#" or "&principal=" cannot change the check."""
+    as_json(mesh, admin, "principal", "add", "cli-victim")
+    result = meshnav(mesh, admin, "principal", "revoke", "q/../cli-victim", code=1)
+    assert result.stderr == "meshnav: not_found: No such principal.\n"
+    meshnav(mesh, admin, "principal", "rotate", "..", code=1)
+    names = {entry["name"]: entry for entry in as_json(mesh, admin, "principal", "list")}
+    assert names["cli-victim"]["revoked"] is False
+    for address in ("db1/sqlite/query#x", "db1/sqlite/query&principal=cli-admin"):
+        refused = meshnav(mesh, admin, "grant", "check", "cli-victim", address, code=1)
+        assert refused.stderr.startswith("meshnav: invalid_address: ")
+
+
+def test_invalid_arguments_say_where(mesh: MeshHarness) -> None:
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    arguments = '{"database": "nope", "sql": "select 1"}'
+    result = meshnav(mesh, token, "call", "db1/sqlite/query", "--args", arguments, code=1)
+    assert "(pointer '/database', keyword 'enum')" in result.stderr
+    assert "nope" not in result.stderr
+
+
+def test_the_admin_api_answers_unknown_paths_and_methods_with_the_error_body(
+    mesh: MeshHarness, admin: str
+) -> None:
+    headers = {"Authorization": f"Bearer {admin}"}
+    missing = httpx.get(f"{mesh.navigator_url}/api/v1/nope", headers=headers)
+    wrong = httpx.delete(f"{mesh.navigator_url}/api/v1/machines", headers=headers)
+    assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
+    assert (wrong.status_code, wrong.json()["error"]) == (405, "method_not_allowed")
+    assert httpx.get(f"{mesh.navigator_url}/nope", headers=headers).status_code == 404

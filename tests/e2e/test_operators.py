@@ -169,6 +169,11 @@ def test_openapi_document_validates(mesh: MeshHarness) -> None:
     document = httpx.get(f"{mesh.navigator_url}/api/v1/openapi.json", headers=_admin(mesh)).json()
     validate(document)
     assert "/assignments" in document["paths"] and "/grants/check" in document["paths"]
+    check = document["paths"]["/grants/check"]["get"]["parameters"]
+    assert {(p["name"], p["in"], p["required"]) for p in check} == {
+        ("principal", "query", True),
+        ("address", "query", True),
+    }
 
 
 def test_health_ready_and_metrics(mesh: MeshHarness) -> None:
