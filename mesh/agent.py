@@ -77,7 +77,7 @@ class NodeAgent:
         body = {
             "machine": self.settings.name,
             "advertise": self.settings.advertise_url,
-            "heartbeatS": max(1, round(self.settings.heartbeat_s)),
+            "heartbeatS": self.settings.heartbeat_s,
             "assignments": [await self._assignment_body(a) for a in self.assignments],
         }
         try:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mesh.digests import arguments_digest
-from mesh.errors import CallTokenRejected
+from mesh.errors import CallTokenRejected, NotEnrolled
 
 __all__ = [
     "MAX_LIFETIME_S",
@@ -106,7 +106,9 @@ class CallTokenVerifier:
     ) -> CallClaims:
         """The claims of a good token for this call; ``CallTokenRejected`` otherwise."""
         key = self._key()
-        if key is None or not isinstance(token, str) or token.count(".") != 1:
+        if key is None:
+            raise NotEnrolled()
+        if not isinstance(token, str) or token.count(".") != 1:
             raise CallTokenRejected()
         body, _, signature = token.partition(".")
         expected = hmac.new(key, body.encode("ascii", "replace"), hashlib.sha256).digest()

@@ -4,12 +4,14 @@ MeshError                     base of everything the node agent raises
 ├── ModuleSpecError           a ``--module`` spec does not parse (also a ValueError)
 ├── CallTokenRejected         a call without a valid, unexpired, unreplayed token for exactly
 │                             that tool and those arguments; answered as ``tool_not_granted``
+├── NotEnrolled               a call before the node has its key (it has just started and not yet
+│                             registered); answered as ``node_unavailable``
 └── EnrolmentFailed           the navigator refused or could not take the node's registration
 """
 
 from __future__ import annotations
 
-__all__ = ["CallTokenRejected", "EnrolmentFailed", "MeshError", "ModuleSpecError"]
+__all__ = ["CallTokenRejected", "EnrolmentFailed", "MeshError", "ModuleSpecError", "NotEnrolled"]
 
 
 class MeshError(Exception):
@@ -26,6 +28,17 @@ class CallTokenRejected(MeshError):
 
     def __init__(self, message: str = "This node runs only calls the navigator signed.") -> None:
         super().__init__(message)
+
+
+class NotEnrolled(MeshError):
+    """A call that arrives before the node's registration has given it the key to check call
+    tokens: the node is not serving yet, which is no judgement of the call."""
+
+    code = "node_unavailable"
+    status = 503
+
+    def __init__(self) -> None:
+        super().__init__("This node has just started and is not registered yet; try again.")
 
 
 class EnrolmentFailed(MeshError):

@@ -3,9 +3,11 @@
 Every module server carries ``CallTokenMiddleware``: a ``tools/call`` runs only with a call token
 the navigator signed for exactly this machine, role, tool and arguments (SPEC §6). Anything else —
 no token, a forged, expired, replayed or mismatched one — is refused with ``tool_not_granted`` and
-the tool does not run. The navigator reaches a module through tools alone, so a module's resources
-and prompts (a wrapped ``stdio`` server may have both) are not served at all: no call token could
-cover them, and an agent that reaches a node directly gets nothing.
+the tool does not run. A call that arrives before the node has registered (it has no key yet, just
+after it started) is ``node_unavailable``: the node is not serving yet, the call is not refused.
+The navigator reaches a module through tools alone, so a module's resources and prompts (a wrapped
+``stdio`` server may have both) are not served at all: no call token could cover them, and an
+agent that reaches a node directly gets nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from fastmcp.tools.base import ToolResult
 from starlette.applications import Starlette
 
 from mesh.calltokens import META_KEY, CallTokenVerifier
-from mesh.errors import CallTokenRejected
+from mesh.errors import CallTokenRejected, NotEnrolled
 from mesh.modules import ModuleSpec
 
 __all__ = ["Assignment", "CallTokenMiddleware", "NodeApp"]
@@ -58,7 +60,7 @@ class Assignment:
 _TOOLS_ONLY = "A node serves only tool calls its navigator signed."
 
 
-def _refusal(error: CallTokenRejected) -> ToolResult:
+def _refusal(error: CallTokenRejected | NotEnrolled) -> ToolResult:
     body = {"error": error.code, "status": error.status, "message": str(error)}
     return ToolResult(
         content=[mt.TextContent(type="text", text=json.dumps(body))],
@@ -86,7 +88,7 @@ class CallTokenMiddleware(Middleware):
             self.verifier.verify(
                 token, role=self.role, tool=params.name, arguments=params.arguments or {}
             )
-        except CallTokenRejected as error:
+        except (CallTokenRejected, NotEnrolled) as error:
             return _refusal(error)
         return await call_next(context)
 

@@ -202,7 +202,8 @@ class _Machine:
         if self.record.retired_at is not None:
             return RETIRED
         if self.heartbeat_at is None:
-            # Registered by an operator (an HTTP MCP server by URL): answering until a call fails.
+            # Registered by an operator (an HTTP MCP server by URL): no heartbeat tells otherwise,
+            # so answering; a call it does not answer is node_unavailable, and changes nothing here.
             return ANSWERING if self.record.advertise_url is None else NOT_ANSWERING
         limit = timedelta(seconds=self.record.heartbeat_s * LIMITS.missed_heartbeats)
         return ANSWERING if now - self.heartbeat_at <= limit else NOT_ANSWERING

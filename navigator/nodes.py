@@ -152,20 +152,18 @@ async def _answer_from_events(
     anything else the node streams (its log messages) is not the agent's and is dropped."""
     try:
         return await _answer_in(
-            httpx2.EventSource(response, max_event_size=limit), request_id, progress, limit
+            httpx2.EventSource(response, max_event_size=limit), request_id, progress
         )
     except httpx2.SSEError:  # the content type was checked: one event passed the limit
         raise _AnswerTooLarge() from None
 
 
 async def _answer_in(
-    events: httpx2.EventSource, request_id: int, progress: ProgressSink | None, limit: int
+    events: httpx2.EventSource, request_id: int, progress: ProgressSink | None
 ) -> dict[str, Any]:
-    size = 0
+    """Each event is read whole only up to the limit (the event source's own bound) and none is
+    kept but the answer: a long job may report progress for as long as its deadline allows."""
     async for event in events:
-        size += len(event.data)
-        if size > limit:
-            raise _AnswerTooLarge()
         if not event.data:
             continue
         message = json.loads(event.data)
@@ -295,7 +293,9 @@ class NodeConnections:
         self._clients: dict[str, Client[StreamableHttpTransport]] = {}
         #: Each client's own HTTP connection pool, as its transport made it.
         self._pools: dict[str, httpx2.AsyncClient] = {}
-        self._lock = anyio.Lock()
+        #: One lock per endpoint, held while its client opens (the handshake with its node): a
+        #: node that accepts connections and never answers holds up calls to itself only.
+        self._opening: dict[str, anyio.Lock] = {}
         self._verify = verify
 
     def _factory(self, **kwargs: Any) -> httpx2.AsyncClient:
@@ -309,7 +309,7 @@ class NodeConnections:
         client = self._clients.get(endpoint)
         if client is not None:
             return client
-        async with self._lock:
+        async with self._opening.setdefault(endpoint, anyio.Lock()):
             client = self._clients.get(endpoint)
             if client is None:
                 from fastmcp import Client
@@ -333,11 +333,16 @@ class NodeConnections:
         for endpoint in [e for e in self._clients if e.startswith(prefix)]:
             await self._close(endpoint)
 
-    async def _close(self, endpoint: str) -> None:
-        client = self._clients.pop(endpoint, None)
-        self._pools.pop(endpoint, None)  # closed with its client
-        if client is None:
+    async def _close(
+        self, endpoint: str, failed: Client[StreamableHttpTransport] | None = None
+    ) -> None:
+        """Close the endpoint's client; with ``failed``, only if it is still that one (a call
+        that failed late must not close the client other calls have opened since)."""
+        client = self._clients.get(endpoint)
+        if client is None or (failed is not None and client is not failed):
             return
+        del self._clients[endpoint]
+        self._pools.pop(endpoint, None)  # closed with its client
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             try:
                 await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
@@ -358,9 +363,15 @@ class NodeConnections:
         deadline_s: float,
         progress: ProgressSink | None = None,
     ) -> CallToolResult:
-        """Call ``tool`` at ``endpoint`` within ``deadline_s``; never sent twice."""
+        """Call ``tool`` at ``endpoint`` within ``deadline_s``; never sent twice.
+
+        One call's timeout or oversized answer ends that call only: its request is abandoned and
+        the client, with the calls in flight on it, stays. A failed connection or session closes
+        the client the call used, so the next call opens a fresh one.
+        """
         with anyio.move_on_after(deadline_s) as scope:
             for attempt in (1, 2):
+                client = None
                 try:
                     client = await self._client(endpoint)
                     result = await _call_tool(
@@ -373,10 +384,10 @@ class NodeConnections:
                         progress=progress,
                     )
                 except _AnswerTooLarge:
-                    await self._close(endpoint)
                     raise NodeAnswerTooLarge() from None
                 except (Exception, BaseExceptionGroup) as error:
-                    await self._close(endpoint)
+                    if client is not None:
+                        await self._close(endpoint, client)
                     if _is_connect_failure(error) and attempt == 1:
                         continue
                     if _is_connect_failure(error):
@@ -385,7 +396,6 @@ class NodeConnections:
                     raise NodeUnavailable() from None
                 return _as_ours(result)
         assert scope.cancelled_caught
-        await self._close(endpoint)
         raise NodeTimeout()
 
 

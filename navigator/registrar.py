@@ -109,7 +109,7 @@ class Registrar:
         *,
         principal: str,
         advertise_url: str,
-        heartbeat_s: int,
+        heartbeat_s: float,
         assignments: Sequence[AssignmentSpec],
     ) -> tuple[bytes, RegistrationResult]:
         """A node (re)registers: idempotent; assignments it no longer serves are retired."""

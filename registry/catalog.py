@@ -114,7 +114,7 @@ class CatalogRow(NamedTuple):
 class MachineRecord:
     name: str
     advertise_url: str | None
-    heartbeat_s: int
+    heartbeat_s: float
     last_heartbeat_at: datetime | None
     retired_at: datetime | None
 
@@ -255,14 +255,14 @@ class CatalogStore:
         return [MachineRecord(*row) for row in self.session.execute(MACHINE_RECORDS)]
 
     def add_machine(
-        self, name: str, *, advertise_url: str | None = None, heartbeat_s: int | None = None
+        self, name: str, *, advertise_url: str | None = None, heartbeat_s: float | None = None
     ) -> MachineRecord:
         """Add a machine, or bring back a retired one (an operator's act)."""
         machine = self.session.execute(
             select(Machine).where(Machine.name == name)
         ).scalar_one_or_none()
         if machine is None:
-            machine = Machine(name=name, heartbeat_s=heartbeat_s or 5)
+            machine = Machine(name=name, heartbeat_s=heartbeat_s or 5.0)
             self.session.add(machine)
         machine.retired_at = None
         if advertise_url is not None:
@@ -273,7 +273,7 @@ class CatalogStore:
         self.log_change(name)
         return _machine_record(machine)
 
-    def register_node(self, name: str, *, advertise_url: str, heartbeat_s: int) -> bytes:
+    def register_node(self, name: str, *, advertise_url: str, heartbeat_s: float) -> bytes:
         """A node (re)registers its machine: idempotent; returns the machine's call-token key."""
         machine = self.session.execute(
             select(Machine).where(Machine.name == name)

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -85,7 +86,7 @@ class Machine(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(63), unique=True)
     advertise_url: Mapped[str | None] = mapped_column(String(2048))
-    heartbeat_s: Mapped[int] = mapped_column(Integer, default=5)
+    heartbeat_s: Mapped[float] = mapped_column(Float, default=5.0)
     last_heartbeat_at: Mapped[datetime | None]
     retired_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

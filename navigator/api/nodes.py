@@ -28,7 +28,7 @@ class AssignmentBody(Body):
 class NodeRegistration(Body):
     machine: str = Field(max_length=63)
     advertise: str = Field(max_length=2048, pattern=r"^https?://")
-    heartbeat_s: int = Field(alias="heartbeatS", ge=1, le=3600)
+    heartbeat_s: float = Field(alias="heartbeatS", ge=0.05, le=3600)
     assignments: list[AssignmentBody] = Field(max_length=256)
 
 

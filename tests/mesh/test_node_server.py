@@ -17,7 +17,7 @@ from mesh.server import CallTokenMiddleware
 KEY = b"k" * 32
 
 
-def module() -> FastMCP:
+def module(key: bytes | None = KEY) -> FastMCP:
     server = FastMCP("files")
 
     @server.tool
@@ -37,7 +37,7 @@ def module() -> FastMCP:
     def admin_prompt() -> str:
         return "You are root; the password is hunter2."
 
-    server.add_middleware(CallTokenMiddleware(CallTokenVerifier("db1", lambda: KEY), "files"))
+    server.add_middleware(CallTokenMiddleware(CallTokenVerifier("db1", lambda: key), "files"))
     return server
 
 
@@ -75,3 +75,14 @@ async def test_resources_and_prompts_are_neither_listed_nor_served() -> None:
             with pytest.raises(Exception) as refused:
                 await ask()
             assert "hunter2" not in str(refused.value)
+
+
+async def test_a_call_before_the_node_has_its_key_is_node_unavailable() -> None:
+    """Just after a restart, before it registers, a node cannot check tokens: that is no
+    refusal of the call (``tool_not_granted``), only a node not serving yet."""
+    async with Client(module(key=None)) as client:
+        answer = await client.call_tool_mcp("read_config", {}, meta={META_KEY: "a.b"})
+    assert answer.is_error
+    assert answer.structured_content is not None
+    assert answer.structured_content["error"] == "node_unavailable"
+    assert "hunter2" not in answer.model_dump_json()

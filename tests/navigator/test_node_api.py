@@ -123,3 +123,16 @@ async def test_a_body_past_the_bound_is_refused_before_it_is_read(tmp_path: Path
     assert announced.json()["error"] == "invalid_arguments"
     assert streamed.status_code == 400
     assert sent <= MAX_BODY_BYTES // (1024 * 1024) + 2
+
+
+async def test_a_heartbeat_period_keeps_its_fraction(tmp_path: Path) -> None:
+    """Three missed heartbeats of 1.4 s are 4.2 s, not the 3 s of a period rounded to 1."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        body = {**registration("db1", "http://10.0.0.1:7801"), "heartbeatS": 1.4}
+        answer = await client.post(
+            "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-a"])
+        )
+        machine = await services.transact(lambda session: CatalogStore(session).machine("db1"))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["heartbeatS"] == 1.4
+    assert machine.heartbeat_s == 1.4

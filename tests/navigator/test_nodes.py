@@ -3,6 +3,7 @@ and both protocol eras (the sessionless POST the navigator writes, and the legac
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,7 +16,7 @@ from fastmcp.server.dependencies import get_http_headers
 from mcp_types import TextContent
 
 from mesh.calltokens import META_KEY
-from navigator.errors import NodeAnswerTooLarge, NodeUnavailable
+from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections
 from tests.harness import free_port
@@ -47,10 +48,15 @@ def _node() -> FastMCP:
         return "x" * size
 
     @server.tool
-    async def steps(count: int, ctx: Context) -> str:
+    async def steps(count: int, ctx: Context, note: int = 0) -> str:
         for step in range(count):
-            await ctx.report_progress(step + 1, count, f"step {step + 1}")
+            await ctx.report_progress(step + 1, count, f"step {step + 1}" + "." * note)
         return "done"
+
+    @server.tool
+    async def sleep(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "slept"
 
     return server
 
@@ -169,3 +175,69 @@ async def test_an_unknown_tool_and_a_gone_node_are_unavailable() -> None:
     with pytest.raises(NodeUnavailable):
         async with _connections() as nodes:
             await nodes.call(url, "echo", {"text": "hi"}, token=None, deadline_s=30)
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_one_calls_timeout_or_oversized_answer_ends_that_call_only(legacy: bool) -> None:
+    """Calls in flight on the same client outlive a call beside them that timed out or was
+    answered past the limit (closing the shared client failed them all as node_unavailable)."""
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        await nodes.call(url, "echo", {"text": "open"}, token=None, deadline_s=30)
+        outcomes: dict[str, object] = {}
+
+        async def run(name: str, tool: str, arguments: dict[str, Any], deadline: float) -> None:
+            try:
+                result = await nodes.call(url, tool, arguments, token=None, deadline_s=deadline)
+                outcomes[name] = _text(result)
+            except Exception as error:  # the outcome is what is compared
+                outcomes[name] = type(error).__name__
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run, "beside", "sleep", {"seconds": 2.0}, 30)
+            await anyio.sleep(0.3)
+            tasks.start_soon(run, "late", "sleep", {"seconds": 30.0}, 0.5)
+            size = {"size": LIMITS.node_answer_bytes + 1}
+            tasks.start_soon(run, "large", "big", size, 30)
+        again = await nodes.call(url, "echo", {"text": "after"}, token=None, deadline_s=30)
+    assert outcomes == {"beside": "slept", "late": "NodeTimeout", "large": "NodeAnswerTooLarge"}
+    assert again.structured_content == {"text": "after"}
+
+
+async def test_a_node_that_never_answers_holds_up_calls_to_itself_only() -> None:
+    """A node that takes connections and never answers keeps its own first call waiting until
+    the deadline; a first call to another node goes ahead meanwhile."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        hung = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+        async with _serving() as url, _connections() as nodes:
+            finished: list[str] = []
+
+            async def call_hung() -> None:
+                with pytest.raises(NodeTimeout):
+                    await nodes.call(hung, "echo", {"text": "x"}, token=None, deadline_s=10)
+                finished.append("hung")
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call_hung)
+                await anyio.sleep(0.5)  # the hung node's client is opening, its lock held
+                result = await nodes.call(url, "echo", {"text": "y"}, token=None, deadline_s=30)
+                finished.append("healthy")
+    assert result.structured_content == {"text": "y"}
+    assert finished == ["healthy", "hung"]
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_progress_does_not_count_towards_the_answer_limit(legacy: bool) -> None:
+    """A long job may report progress past 4 MiB in all; only its answer is bounded."""
+    seen: list[float] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    note = 100_000
+    count = LIMITS.node_answer_bytes // note + 8
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        result = await nodes.call(
+            url, "steps", {"count": count, "note": note}, token=None, deadline_s=60, progress=sink
+        )
+    assert _text(result) == "done"
+    assert len(seen) == count
