@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 
-from registry import migrate
-from registry.database import HEAD_REVISION, alembic_config, schema_revision
+from registry import CatalogStore, Registry, migrate
+from registry.database import HEAD_REVISION, alembic_config, make_engine, schema_revision
 
 
 def test_the_known_head_is_alembics_head() -> None:
@@ -35,3 +38,44 @@ def test_a_registry_behind_is_upgraded(database_url: str) -> None:
     assert schema_revision(database_url) == "0002"
     migrate(database_url)
     assert schema_revision(database_url) == HEAD_REVISION
+
+
+def test_upgrading_keeps_what_the_registry_holds(database_url: str) -> None:
+    """Each step from 0004 on a registry with a machine, its node key, an assignment and a
+    tool: nothing is lost (a table rebuilt on SQLite would cascade its drop to all of them), and
+    a heartbeat period keeps its fraction once the schema is at the head."""
+    command.upgrade(alembic_config(database_url), "0004")
+    engine = make_engine(database_url)
+    now = datetime.now(UTC)
+    with engine.begin() as connection:
+        machine = connection.execute(
+            text(
+                "INSERT INTO machines (name, advertise_url, heartbeat_s, created_at)"
+                " VALUES ('db1', 'http://db1:7801', 5, :now) RETURNING id"
+            ),
+            {"now": now},
+        ).scalar_one()
+        connection.execute(
+            text("INSERT INTO node_keys (machine_id, key, created_at) VALUES (:m, :k, :now)"),
+            {"m": machine, "k": b"k" * 32, "now": now},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO assignments (machine_id, role, module, kind, scopes, updated_at)"
+                " VALUES (:m, 'sqlite', 'sqlite', 'assignment', '[]', :now)"
+            ),
+            {"m": machine, "now": now},
+        )
+    engine.dispose()
+    migrate(database_url)
+    registry = Registry(database_url)
+    try:
+        with registry.transaction() as session:
+            store = CatalogStore(session)
+            assert store.node_key("db1") == b"k" * 32
+            assert [a.role for a in store.assignments(machine="db1")] == ["sqlite"]
+            store.register_node("db1", advertise_url="http://db1:7801", heartbeat_s=1.4)
+        with registry.transaction() as session:
+            assert CatalogStore(session).machine("db1").heartbeat_s == 1.4
+    finally:
+        registry.dispose()

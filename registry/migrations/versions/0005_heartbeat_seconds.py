@@ -19,14 +19,25 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("machines") as batch:  # SQLite rebuilds the table; PostgreSQL alters
-        batch.alter_column(
-            "heartbeat_s", existing_type=sa.Integer(), type_=sa.Float(), existing_nullable=False
-        )
+    # PostgreSQL alters the column in place. SQLite is left alone: its INTEGER column already keeps
+    # 1.4 as 1.4 (a value an integer cannot hold exactly stays REAL), and altering a column there
+    # means rebuilding the table, whose drop would cascade (foreign keys are on) to every node key,
+    # assignment and tool of every machine.
+    if op.get_bind().dialect.name == "sqlite":
+        return
+    op.alter_column(
+        "machines", "heartbeat_s", existing_type=sa.Integer(), type_=sa.Float(), nullable=False
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("machines") as batch:
-        batch.alter_column(
-            "heartbeat_s", existing_type=sa.Float(), type_=sa.Integer(), existing_nullable=False
-        )
+    if op.get_bind().dialect.name == "sqlite":
+        return
+    op.alter_column(
+        "machines",
+        "heartbeat_s",
+        existing_type=sa.Float(),
+        type_=sa.Integer(),
+        nullable=False,
+        postgresql_using="round(heartbeat_s)::integer",
+    )
