@@ -4,19 +4,40 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, SecretStr
+from pydantic import AfterValidator, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Listen", "ListeningSettings", "NodeSettings", "split_listen"]
+__all__ = [
+    "MAX_HEARTBEAT_S",
+    "MIN_HEARTBEAT_S",
+    "Listen",
+    "ListeningSettings",
+    "NodeSettings",
+    "join_listen",
+    "split_listen",
+]
+
+
+#: The heartbeat periods a navigator accepts, in seconds.
+MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 0.05, 3600.0
 
 
 def split_listen(listen: str) -> tuple[str, int]:
-    """``HOST:PORT`` as a host (brackets of an IPv6 host taken off) and a port 1-65535;
-    ``ValueError`` otherwise, without repeating the text."""
+    """``HOST:PORT`` as a host (an IPv6 one written in brackets, which are taken off) and a port
+    1-65535; ``ValueError`` otherwise, without repeating the text."""
     host, colon, port = listen.rpartition(":")
     if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError("expected HOST:PORT with a port from 1 to 65535")
-    return host.removeprefix("[").removesuffix("]"), int(port)
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1], int(port)
+    if ":" in host or "[" in host or "]" in host:
+        raise ValueError("expected HOST:PORT, an IPv6 host in brackets ([::1]:7700)")
+    return host, int(port)
+
+
+def join_listen(host: str, port: int) -> str:
+    """The inverse of ``split_listen``: an IPv6 host goes back into brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _listen(listen: str) -> str:
@@ -50,7 +71,8 @@ class NodeSettings(ListeningSettings):
     #: The URL the navigator reaches this node at; defaults to the listen address.
     advertise: str | None = None
     token: SecretStr | None = None
-    heartbeat_s: float = 5.0
+    #: Seconds between heartbeats, within what the navigator accepts at registration.
+    heartbeat_s: float = Field(default=5.0, ge=MIN_HEARTBEAT_S, le=MAX_HEARTBEAT_S)
     tls_cert: str | None = None
     tls_key: str | None = None
     #: CA bundle to trust for an ``https`` navigator URL.

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from meshnav.errors import CommandError
+from meshnav.errors import CREDENTIAL_FLAG, CommandError
 from meshnav.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -59,7 +59,6 @@ DatabaseOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 DEFAULT_DATABASE = "sqlite:///./meshnav.db"
 DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
-CREDENTIAL_FLAG = "a token (--token or MESHNAV_TOKEN)"
 
 
 def run(work: Awaitable[T]) -> T:

@@ -13,9 +13,17 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
-from meshnav.errors import CommandError
+from meshnav.errors import CREDENTIAL_FLAG, CommandError
+from navigator.api import API_PREFIX
 
-__all__ = ["CommandError", "admin_request", "mcp_session", "walker_call"]
+__all__ = [
+    "CREDENTIAL_FLAG",
+    "CommandError",
+    "admin_request",
+    "error_line",
+    "mcp_session",
+    "walker_call",
+]
 
 
 class _Bearer(httpx2.Auth):
@@ -40,13 +48,21 @@ def _navigator(url: str, token: str) -> tuple[str, CommandError]:
     """The navigator's base URL, checked, and the error that says it cannot be reached (without
     any password the URL holds). A token must be given: an empty one is no credential."""
     if not token:
-        raise CommandError("a token (--token or MESHNAV_TOKEN) is missing")
+        raise CommandError(f"{CREDENTIAL_FLAG} is missing")
     try:
         parsed = httpx.URL(url)
+        port = parsed.port
     except (httpx.InvalidURL, ValueError):
-        parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
-        raise CommandError("the navigator URL must be http:// or https:// and name a host")
+        parsed, port = None, None
+    if (
+        parsed is None
+        or parsed.scheme not in ("http", "https")
+        or not parsed.host
+        or not (port is None or 0 < port < 65536)
+    ):
+        raise CommandError(
+            "the navigator URL must be http:// or https:// with a host and a port 1-65535"
+        )
     shown = parsed.copy_with(username=None, password=None)
     return str(parsed).rstrip("/"), CommandError(f"cannot reach the navigator at {shown}")
 
@@ -78,7 +94,7 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     structured = result.structured_content
     if result.is_error:
         if isinstance(structured, dict) and "error" in structured:
-            raise CommandError(_error_line(structured))
+            raise CommandError(error_line(structured))
         text = " ".join(getattr(block, "text", "") for block in result.content)
         raise CommandError(f"the tool answered with an error: {text[:500]}")
     if tool == "call":
@@ -86,7 +102,7 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     return structured
 
 
-def _error_line(body: dict[str, Any]) -> str:
+def error_line(body: dict[str, Any]) -> str:
     """A §9 body as one line: its code and message, then where (the pointer and the schema
     keyword of ``invalid_arguments``) and the confirm token of ``confirmation_required``."""
     line = f"{body['error']}: {body['message']}"
@@ -101,7 +117,7 @@ def _error_line(body: dict[str, Any]) -> str:
 
 def _http_message(response: httpx.Response | httpx2.Response) -> str:
     try:
-        return _error_line(response.json())
+        return error_line(response.json())
     except (ValueError, KeyError, TypeError):
         return f"the navigator answered HTTP {response.status_code}"
 
@@ -118,7 +134,7 @@ async def admin_request(
     (``quote(name, safe="")``), and query values go in ``params``, never into the path."""
     base, unreachable = _navigator(url, token)
     async with httpx.AsyncClient(
-        base_url=base + "/api/v1",
+        base_url=base + API_PREFIX,
         headers={"Authorization": f"Bearer {token}"},
         timeout=30,
         trust_env=False,

@@ -22,7 +22,7 @@ import anyio
 import uvicorn
 from rich.console import Console
 
-from mesh.settings import split_listen
+from mesh.settings import join_listen, split_listen
 from meshnav.errors import CommandError
 from meshnav.serve import listening_socket
 from navigator.app import build_app
@@ -112,7 +112,7 @@ def _nodes(
     try:
         for offset, (machine, modules) in enumerate(MACHINES.items(), start=1):
             command = [sys.executable, "-m", "meshnav", "node", "serve", "--name", machine]
-            command += ["--navigator", url, "--listen", f"{host}:{port + offset}"]
+            command += ["--navigator", url, "--listen", join_listen(host, port + offset)]
             for module in modules:
                 command += ["--module", module.format(data=data)]
             for seat in SEATS.get(machine, []):
@@ -179,6 +179,8 @@ async def run_demo(listen: str, data: Path) -> None:
         host, port = split_listen(listen)
     except ValueError as error:
         raise CommandError(f"--listen: {error}") from None
+    if port + len(MACHINES) > 65535:
+        raise CommandError("--listen: the nodes take the next three ports; leave room for them")
     with listening_socket(host, port) as server_socket:
         _check_ports_free(host, range(port + 1, port + 1 + len(MACHINES)))
         await _run(listen, host, port, server_socket, data)

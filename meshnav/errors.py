@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["CommandError"]
+__all__ = ["CREDENTIAL_FLAG", "CommandError"]
+
+#: How a command is given its token, for the message that says none was.
+CREDENTIAL_FLAG = "a token (--token or MESHNAV_TOKEN)"
 
 
 class CommandError(Exception):

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from meshnav.client import mcp_session
+from meshnav.client import error_line, mcp_session
 from meshnav.errors import CommandError
 
 __all__ = ["MeshTree", "contract_view", "grants_table", "mesh_tree", "search_table"]
@@ -45,7 +45,7 @@ async def _seats(client: Any, address: str | None) -> dict[str, Any]:
         result = await client.call_tool_mcp("seats", arguments)
         page = result.structured_content or {}
         if result.is_error:
-            raise CommandError(f"{page.get('error')}: {page.get('message')}")
+            raise CommandError(error_line(page))
         if listing is None:
             listing = page
         else:
@@ -80,9 +80,7 @@ async def mesh_tree(url: str, token: str, address: str | None) -> MeshTree:
         root = Tree(Text(top["address"] or "mesh", style="bold underline"))
         for entry in top["entries"]:
             branch = root.add(_label(entry))
-            if entry["kind"] in ("machine", "seat", "assignment", "node seat") and not entry[
-                "address"
-            ].startswith("*"):
+            if entry["kind"] in ("machine", "seat", "assignment", "node seat"):
                 child = await _seats(client, entry["address"])
                 entry["entries"] = child["entries"]
                 for inner in child["entries"]:

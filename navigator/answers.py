@@ -55,7 +55,9 @@ def _wire(value: Any) -> int:
 
 def _cost(value: Any) -> int:
     # once as structured content, once inside the text block as an escaped JSON string
-    return _wire(value) + _wire(_dumps(value)) - 2
+    text = _dumps(value)
+    structured = len(text) if text.isascii() else _wire(value)  # ASCII: escaping changes nothing
+    return structured + _wire(text) - 2
 
 
 def wire_size(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> int:

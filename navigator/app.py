@@ -21,7 +21,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from navigator.api import API_PREFIX, api_routes, no_route
+from navigator.api import API_PREFIX
+from navigator.api.routes import api_routes, no_route
 from navigator.auth import AuthenticationMiddleware
 from navigator.console import console_routes, is_console_path
 from navigator.metrics import METRICS

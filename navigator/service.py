@@ -21,7 +21,7 @@ from mesh.digests import arguments_digest, digest
 from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_address
 from navigator.answers import fit_entries, wire_size
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
-from navigator.confirmation import Confirmations, Elicitor
+from navigator.confirmation import NONE, Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner
 from navigator.errors import (
     InvalidAddress,
@@ -38,7 +38,7 @@ from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
 from navigator.search import Hit
-from navigator.validation import CompiledSchema, compile_schema
+from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
 from navigator.walk import walk
 from registry import AccessStore, CatalogStore, Registry
 
@@ -50,8 +50,8 @@ logger = logging.getLogger("meshnav.navigator")
 
 #: Arguments the confirmation and the call token cannot bind: RFC 8785 writes I-JSON only.
 _NOT_CANONICAL = (
-    "The arguments hold an integer beyond 2^53 - 1 or a string that is not Unicode text, which "
-    "the navigator cannot sign for the node."
+    "The arguments hold an integer beyond 2^53 - 1, which this call's confirmation or call token "
+    "cannot bind (RFC 8785)."
 )
 
 #: Room for ``nextCursor`` and ``_meta`` in a paged answer.
@@ -280,17 +280,17 @@ class Navigator:
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
+        if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
+            raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         self._schema(tool).validate(arguments)
-        try:  # what the confirmation and the call token bind: I-JSON only (ADR 0004)
-            args_digest = arguments_digest(arguments)
-        except ValueError:
-            raise InvalidArguments(_NOT_CANONICAL, extra={"pointer": ""}) from None
+        key = self.catalog.node_keys.get(tool.machine)
+        confirming = self.confirmations.policy(tool) != NONE
+        args_digest = _signable(arguments) if confirming or key is not None else ""
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
             tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
         if tool.endpoint is None:  # 5. the owning node
             raise NodeUnavailable()
-        key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest)
         result = await self.connections.call(
             tool.endpoint,
@@ -307,6 +307,15 @@ class Navigator:
             (time.perf_counter() - started) * 1000,
         )
         return result
+
+
+def _signable(arguments: dict[str, Any]) -> str:
+    """The digest a confirmation and a call token bind (RFC 8785), computed once per call; an
+    integer past 2^53 - 1 has none, and such arguments cannot be confirmed or signed."""
+    try:
+        return arguments_digest(arguments)
+    except ValueError:
+        raise InvalidArguments(_NOT_CANONICAL, extra={"pointer": ""}) from None
 
 
 def _signer(key: bytes, caller: Caller, tool: CatalogTool, args_digest: str) -> Callable[[], str]:

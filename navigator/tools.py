@@ -26,7 +26,7 @@ from navigator.errors import (
 )
 from navigator.limits import LIMITS
 from navigator.service import Navigator
-from navigator.validation import CompiledSchema, compile_schema
+from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
 from registry import RegistryError
 
 __all__ = ["WALKER_TOOLS", "check_arguments", "walker_tools"]
@@ -143,23 +143,12 @@ def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
         name: {} if name == "args" and isinstance(value, dict) else value
         for name, value in arguments.items()
     }
-    if any(isinstance(value, str) and not _unicode(value) for value in own.values()):
-        raise InvalidArguments("A string in the arguments is not Unicode text.")
+    if not is_unicode_text(own):
+        raise InvalidArguments(NOT_UNICODE)
     try:
         checker.validate(own)
     except ToolValidationUnavailable:
         raise InvalidArguments("The arguments are larger than this tool takes.") from None
-
-
-def _unicode(text: str) -> bool:
-    """Whether ``text`` is Unicode text: JSON's ``\\ud800`` escapes can give a lone surrogate."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _query_schema() -> dict[str, Any]:

@@ -114,38 +114,45 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
 
 
 def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
-    """A node seat across the machines that hold it: each tool once, as ``*/ROLE/TOOL`` with the
-    first holders in address order and their count, as search collapses it (SPEC §3)."""
+    """A node seat across the machines that hold it, each tool as search gives it: the same
+    contract on two or more machines is one ``*/ROLE/TOOL`` entry with the first 16 holders in
+    address order and their count (its status theirs), a contract on one machine is its own
+    address (SPEC §3)."""
     held = sorted(
         (h for h in holdings if h.kind == "node seat" and h.role == role), key=lambda h: h.holder
     )
     if not held:
         raise UnknownTool(NOTHING_HERE)
-    by_name: dict[str, list[tuple[_Holding, CatalogTool]]] = defaultdict(list)
+    offered: dict[tuple[str, str], list[tuple[_Holding, CatalogTool]]] = defaultdict(list)
     for holding in held:
         for tool in holding.tools:
-            by_name[tool.name].append((holding, tool))
+            offered[(tool.name, tool.contract_digest)].append((holding, tool))
     entries = []
-    for name, offered in sorted(by_name.items()):
-        tool = offered[0][1]
-        answering = any(holding.status == ANSWERING for holding, _ in offered)
-        entries.append(
-            {
-                "address": f"{WILDCARD}/{role}/{name}",
-                "kind": "tool",
-                "title": tool.title,
-                "summary": tool.summary,
+    for group in offered.values():
+        holding, tool = group[0]
+        entry: dict[str, Any] = {
+            "address": tool.address,
+            "kind": "tool",
+            "title": tool.title,
+            "summary": tool.summary,
+            "status": holding.status,
+        }
+        if len(group) > 1:
+            shown = group[: LIMITS.collapsed_holders]
+            answering = any(h.status == ANSWERING for h, _ in shown)
+            entry |= {
+                "address": f"{WILDCARD}/{role}/{tool.name}",
                 "status": ANSWERING if answering else NOT_ANSWERING,
-                "holders": [h.holder for h, _ in offered[: LIMITS.collapsed_holders]],
-                "holderCount": len(offered),
+                "holders": [h.holder for h, _ in shown],
+                "holderCount": len(group),
             }
-        )
+        entries.append(entry)
     return {
         "address": f"{WILDCARD}/{role}",
         "kind": "node seat",
         "module": held[0].module,
         "holderCount": len(held),
-        "entries": entries,
+        "entries": sorted(entries, key=lambda e: (e["address"].rsplit("/", 1)[1], e["address"])),
     }
 
 

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from meshnav.cli import app
 from meshnav.serve import listening_socket
 from registry import HEAD_REVISION
+from tests.harness import free_port
 
 
 @pytest.fixture
@@ -184,6 +185,16 @@ def test_an_error_stays_on_one_line_however_long(monkeypatch: pytest.MonkeyPatch
             None,
         ),
         (
+            ["search", "x", "--token", "t", "--navigator", "http://127.0.0.1:99999"],
+            "port 1-65535",
+            None,
+        ),
+        (
+            ["grant", "list", "--token", "t", "--navigator", "http://127.0.0.1:99999"],
+            "port 1-65535",
+            None,
+        ),
+        (
             ["search", "x", "--token", "t", "--navigator", "http://u:secretpw@127.0.0.1:9"],
             "cannot reach the navigator at http://127.0.0.1:9",
             "secretpw",
@@ -206,23 +217,56 @@ def test_what_reaches_the_navigator_is_checked_first(
 
 
 @pytest.mark.parametrize(
-    "arguments",
+    ("arguments", "said"),
     [
-        ["navigator", "serve", "--listen", "notahostport"],
-        ["navigator", "serve", "--listen", "127.0.0.1:99999"],
-        ["navigator", "serve", "--listen", "127.0.0.1:0", "--database", "bogus://x"],
-        ["node", "serve", "--name", "n1", "--module", "node", "--listen", "bad", "--token", "t"],
-        ["node", "serve", "--name", "n1", "--module", "sqlite:/nonexistent/a.db", "--token", "t"],
-        ["demo", "--listen", "bad"],
+        (["navigator", "serve", "--listen", "notahostport"], "listen: expected HOST:PORT"),
+        (["navigator", "serve", "--listen", "127.0.0.1:99999"], "listen: expected HOST:PORT"),
+        (["navigator", "serve", "--listen", "::1:7700"], "IPv6 host in brackets"),
+        (
+            ["navigator", "serve", "--listen", "127.0.0.1:{port}", "--database", "bogus://x"],
+            "registry",
+        ),
+        (
+            [
+                "node",
+                "serve",
+                "--name",
+                "n1",
+                "--module",
+                "node",
+                "--listen",
+                "bad",
+                "--token",
+                "t",
+            ],
+            "listen",
+        ),
+        (
+            [
+                "node",
+                "serve",
+                "--name",
+                "n1",
+                "--module",
+                "sqlite:/nonexistent/a.db",
+                "--token",
+                "t",
+            ],
+            "sqlite",
+        ),
+        (["demo", "--listen", "bad"], "--listen"),
+        (["demo", "--listen", "127.0.0.1:65534"], "the nodes take the next three ports"),
     ],
 )
 def test_servers_refuse_bad_settings_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, arguments: list[str]
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, arguments: list[str], said: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
     for variable in ("MESHNAV_DATABASE_URL", "MESHNAV_LISTEN", "MESHNAV_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
-    _one_line(CliRunner().invoke(app, arguments))
+    port = str(free_port())
+    line = _one_line(CliRunner().invoke(app, [a.replace("{port}", port) for a in arguments]))
+    assert said in line
 
 
 def test_a_server_whose_port_is_taken_says_so_in_one_line(tmp_path: Path) -> None:

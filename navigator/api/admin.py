@@ -68,17 +68,21 @@ class SeatBody(Body):
     role: str = NAME
 
 
-_PRINCIPAL_NAME = re.compile(r"[A-Za-z0-9_.@:-]{1,128}\Z")
+_PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
 
 
 def is_principal_name(name: str) -> bool:
     """Letters, digits and ``_.@:-``, at most 128, and not dots alone (a URL path would read
     ``..`` as its parent)."""
-    return _PRINCIPAL_NAME.match(name) is not None and name.strip(".") != ""
+    return (
+        0 < len(name) <= 128
+        and re.match(_PRINCIPAL_NAME, name) is not None
+        and name.strip(".") != ""
+    )
 
 
 class PrincipalBody(Body):
-    name: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=128, pattern=_PRINCIPAL_NAME)
     scopes: list[str] = Field(default_factory=list, max_length=64)
     machine: str | None = Field(default=None, max_length=63)
     expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)

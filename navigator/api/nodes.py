@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 from starlette.requests import Request
 
+from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
 from navigator.api.base import Body, read_body, require_scope
 from navigator.auth import NODE_SCOPE
 from navigator.registrar import AssignmentSpec
@@ -28,7 +29,7 @@ class AssignmentBody(Body):
 class NodeRegistration(Body):
     machine: str = Field(max_length=63)
     advertise: str = Field(max_length=2048, pattern=r"^https?://")
-    heartbeat_s: float = Field(alias="heartbeatS", ge=0.05, le=3600)
+    heartbeat_s: float = Field(alias="heartbeatS", ge=MIN_HEARTBEAT_S, le=MAX_HEARTBEAT_S)
     assignments: list[AssignmentBody] = Field(max_length=256)
 
 

@@ -27,6 +27,7 @@ def _operation_id(method: str, path: str) -> str:
 
 
 def openapi_document() -> dict[str, Any]:
+    from navigator.api import API_PREFIX
     from navigator.api.routes import QUERY_PARAMETERS, ROUTES
 
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
@@ -74,7 +75,7 @@ def openapi_document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {"title": "meshnav admin API", "version": "1"},
-        "servers": [{"url": "/api/v1"}],
+        "servers": [{"url": API_PREFIX}],
         "security": [{"bearer": []}],
         "paths": paths,
         "components": {

@@ -7,14 +7,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import admin, nodes
+from navigator.api import API_PREFIX, admin, nodes
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
 from navigator.errors import MethodNotAllowed, NotFound
 
-__all__ = ["API_PREFIX", "ROUTES", "api_routes", "no_route"]
-
-API_PREFIX = "/api/v1"
+__all__ = ["QUERY_PARAMETERS", "ROUTES", "api_routes", "no_route"]
 
 #: (path, method, endpoint, request body model or None) — the table the OpenAPI document describes.
 ROUTES = [
@@ -67,4 +65,6 @@ async def no_route(request: Request, exc: Exception) -> Response:
             return Response(status_code=exc.status_code, headers=exc.headers)
         return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
     error = MethodNotAllowed() if exc.status_code == 405 else NotFound("No such API path.")
-    return error_response(error)
+    response = error_response(error)
+    response.headers.update(exc.headers or {})  # a 405's Allow
+    return response

@@ -17,7 +17,7 @@ from navigator.errors import NavigatorError
 from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.service import Navigator
-from navigator.tools import WALKER_TOOLS
+from navigator.tools import WALKER_TOOLS, check_arguments
 from navigator.validation import compile_schema
 
 __all__ = ["SearchView", "run_search", "search_page"]
@@ -56,7 +56,7 @@ async def run_search(
     if cursor:
         arguments["cursor"] = cursor
     try:
-        compile_schema(WALKER_TOOLS["search"][1]["parameters"]).validate(arguments)
+        check_arguments(compile_schema(WALKER_TOOLS["search"][1]["parameters"]), arguments)
         answer, _meta = await navigator.search(
             caller,
             query,

@@ -14,6 +14,7 @@ uses the same code through ``compile_schema(schema).validate(arguments)``.
 
 from __future__ import annotations
 
+from navigator.validation.json_values import NOT_UNICODE, is_unicode_text
 from navigator.validation.limits import ValidationLimits
 from navigator.validation.validator import (
     CompiledSchema,
@@ -25,11 +26,13 @@ from navigator.validation.validator import (
 )
 
 __all__ = [
+    "NOT_UNICODE",
     "CompiledSchema",
     "ValidationLimits",
     "Verdict",
     "check_schema",
     "compile_schema",
+    "is_unicode_text",
     "validate",
     "verdict",
 ]

@@ -17,7 +17,15 @@ from collections.abc import Hashable
 from json.encoder import encode_basestring_ascii
 from typing import Any, Final, NamedTuple
 
-__all__ = ["Measure", "container_key", "equality_key", "measure", "utf16_length"]
+__all__ = [
+    "NOT_UNICODE",
+    "Measure",
+    "container_key",
+    "equality_key",
+    "is_unicode_text",
+    "measure",
+    "utf16_length",
+]
 
 _SCALARS: Final = (str, int, float, bool, type(None))
 _TRUE_KEY: Final = ("boolean", True)
@@ -76,6 +84,40 @@ def measure(value: Any, max_nodes: int, max_code_units: int) -> Measure | None:
         if nodes > max_nodes or units > max_code_units:
             break
     return Measure(nodes, units, depth)
+
+
+#: The error of arguments ``is_unicode_text`` refuses (``invalid_arguments``).
+NOT_UNICODE = "A string in the arguments is not Unicode text (it holds a lone surrogate)."
+
+
+def is_unicode_text(value: Any) -> bool:
+    """Whether every string and key in ``value`` is Unicode text: JSON's ``\\ud800`` escape can
+    give a lone surrogate, which a schema may judge (ECMA strings hold one) but no UTF-8 JSON
+    text can carry on to a node. An iterative walk, like ``measure``'s."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and not _encodes(item):
+                return False
+        elif kind is dict:
+            if not _encodes("".join(item)):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return True
+
+
+def _encodes(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _measure_scalar(value: Any) -> Measure | None:

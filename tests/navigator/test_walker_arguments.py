@@ -76,23 +76,37 @@ async def test_call_judges_address_tool_and_grants_before_the_size_of_args(
     ]
 
 
-async def test_call_arguments_the_navigator_cannot_sign_are_invalid(tmp_path: Any) -> None:
+async def test_call_arguments_that_cannot_go_on_are_invalid(tmp_path: Any) -> None:
+    """A lone surrogate reaches no node (no UTF-8 JSON carries it), whatever the schema says of
+    the string; an integer past 2^53 - 1 has no RFC 8785 digest, so a call that must be
+    confirmed or signed cannot take it, while one that needs neither passes it on."""
+    patterned = {
+        "name": "tag",
+        "description": "Tag a site.",
+        "inputSchema": {"type": "object", "properties": {"t": {"pattern": "^a"}}},
+        "annotations": {"readOnlyHint": True},
+    }
+    changing = {**COUNT_TOOL, "name": "count_and_keep", "annotations": {"readOnlyHint": False}}
     async with mesh_at(tmp_path) as mesh:
-        await mesh.register("web1", "nums", [COUNT_TOOL])
+        await mesh.register("web1", "nums", [COUNT_TOOL, changing, patterned])
         async with mesh.client() as client:
             lone = await _call(
                 client, "call", {"address": "web1/logs/rotate_logs_1", "args": {"site": "\ud800"}}
             )
+            lone_under_a_pattern = await _call(
+                client, "call", {"address": "web1/nums/tag", "args": {"t": "a\ud800"}}
+            )
             beyond = await _call(
+                client, "call", {"address": "web1/nums/count_and_keep", "args": {"n": 2**60}}
+            )
+            passed_on = await _call(
                 client, "call", {"address": "web1/nums/count_to", "args": {"n": 2**60}}
             )
-            within = await _call(
-                client, "call", {"address": "web1/nums/count_to", "args": {"n": 2**53 - 1}}
-            )
     assert _code(lone) == "invalid_arguments"
+    assert _code(lone_under_a_pattern) == "invalid_arguments"
     assert _code(beyond) == "invalid_arguments"
     assert str(2**60) not in json.dumps(beyond)
-    assert _code(within) == "node_unavailable"  # valid: it goes on to a node this test has not
+    assert _code(passed_on) == "node_unavailable"  # valid: on to a node this test has not
 
 
 async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_wire(
@@ -132,8 +146,10 @@ async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> Non
         "description": "How long the machine has run.",
         "inputSchema": {"type": "object"},
     }
+    newer = {**uptime, "description": "How long the machine has run, and since when."}
     async with mesh_at(tmp_path) as mesh:
-        await _node_seats(mesh, ["n1", "n2", "n3"], uptime)
+        await _node_seats(mesh, ["n1", "n2"], uptime)
+        await _node_seats(mesh, ["n3"], newer)
         async with mesh.client() as client:
             top = await _call(client, "seats", {})
             seat = await _call(client, "seats", {"address": "*/node"})
@@ -151,15 +167,24 @@ async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> Non
             "title": "Uptime",
             "summary": "How long the machine has run.",
             "status": "not answering",  # registered without an endpoint
-            "holders": ["n1", "n2", "n3"],
-            "holderCount": 3,
-        }
+            "holders": ["n1", "n2"],
+            "holderCount": 2,
+        },
+        {
+            "address": "n3/node/uptime",  # another contract, on one machine: its own address
+            "kind": "tool",
+            "title": "Uptime",
+            "summary": "How long the machine has run, and since when.",
+            "status": "not answering",
+        },
     ]
     assert _code(missing) == "unknown_tool"
     assert _code(bad) == "invalid_address"
-    # search collapses the same tool alike, and tells its status from the holders' tools
-    (collapsed,) = found["results"]
-    assert (collapsed["address"], collapsed["status"]) == ("*/node/uptime", "not answering")
+    # search gives the same tools the same way, and tells a collapsed one's status from the
+    # holders' tools
+    results = {result["address"]: result for result in found["results"]}
+    assert set(results) == {"*/node/uptime", "n3/node/uptime"}
+    assert results["*/node/uptime"]["status"] == "not answering"
 
 
 async def _node_seats(mesh: Mesh, machines: list[str], tool: dict[str, Any]) -> None:
