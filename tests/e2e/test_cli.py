@@ -44,6 +44,20 @@ def as_json(mesh: MeshHarness, token: str, *arguments: str) -> Any:
     return json.loads(meshnav(mesh, token, *arguments, "--json").stdout)
 
 
+def register_tools_file(
+    mesh: MeshHarness,
+    token: str,
+    folder: Path,
+    machine: str,
+    role: str,
+    tools: list[dict[str, Any]],
+) -> Any:
+    """``meshnav register MACHINE ROLE --tools-file``, the file holding ``{"tools": tools}``."""
+    tools_file = folder / "tools.json"
+    tools_file.write_text(json.dumps({"tools": tools}))
+    return as_json(mesh, token, "register", machine, role, "--tools-file", str(tools_file))
+
+
 @pytest.fixture(scope="module")
 def admin(mesh: MeshHarness) -> str:
     return mesh.principal("cli-admin", ["mesh:admin"])
@@ -83,20 +97,12 @@ def test_principals_and_grants_through_the_admin_api(mesh: MeshHarness, admin: s
 def test_an_operator_registers_a_tools_file_then_retires_it(
     mesh: MeshHarness, admin: str, tmp_path: Path
 ) -> None:
-    listing = {
-        "tools": [
-            {
-                "name": "lookup_invoice",
-                "description": "Look up an invoice by its number.",
-                "inputSchema": {"type": "object", "properties": {"number": {"type": "string"}}},
-            }
-        ]
+    invoice = {
+        "name": "lookup_invoice",
+        "description": "Look up an invoice by its number.",
+        "inputSchema": {"type": "object", "properties": {"number": {"type": "string"}}},
     }
-    tools_file = tmp_path / "tools.json"
-    tools_file.write_text(json.dumps(listing))
-    registered = as_json(
-        mesh, admin, "register", "cli-ext", "billing", "--tools-file", str(tools_file)
-    )
+    registered = register_tools_file(mesh, admin, tmp_path, "cli-ext", "billing", [invoice])
     assert "cli-ext" in json.dumps(registered)
     mesh.grant("cli-admin", "cli-ext/*/*")
     found = as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")
@@ -146,19 +152,13 @@ def test_text_from_the_mesh_is_drawn_as_text_not_markup(
     mesh: MeshHarness, admin: str, tmp_path: Path
 ) -> None:
     """A registered server's title is any string: "[/]" in it is drawn, not read as a tag."""
-    listing = {
-        "tools": [
-            {
-                "name": "zebrafy",
-                "title": "Zebrafy [/]",
-                "description": "Stripes [bold]anything.",
-                "inputSchema": {"type": "object"},
-            }
-        ]
+    zebrafy = {
+        "name": "zebrafy",
+        "title": "Zebrafy [/]",
+        "description": "Stripes [bold]anything.",
+        "inputSchema": {"type": "object"},
     }
-    tools_file = tmp_path / "tools.json"
-    tools_file.write_text(json.dumps(listing))
-    as_json(mesh, admin, "register", "cli-markup", "stripes", "--tools-file", str(tools_file))
+    register_tools_file(mesh, admin, tmp_path, "cli-markup", "stripes", [zebrafy])
     mesh.grant("cli-admin", "cli-markup/*/*")
     table = meshnav(mesh, admin, "search", "zebrafy", "--within", "cli-markup/*/*").stdout
     contract = meshnav(mesh, admin, "describe", "cli-markup/stripes/zebrafy").stdout
