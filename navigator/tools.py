@@ -290,10 +290,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             },
             "output_schema": {
                 "type": "object",
-                "description": (
-                    "The owning node's structured content, passed through whole; for an answer "
-                    "of content blocks only, {'content': those blocks}."
-                ),
+                "description": "The node's structured content, or {'content': its blocks}.",
             },
         },
     ),
