@@ -1,5 +1,11 @@
 """Short registry reads from the event loop: inline where the registry answers from a local file
-in microseconds, on a worker thread where it is across a network (``Registry.reads_inline``)."""
+in microseconds, on a worker thread where it is across a network (``Registry.reads_inline``).
+
+A read across the network is given up after ``STATEMENT_TIMEOUT_S``: a registry that keeps its
+connections open and never answers (a frozen or partitioned server, which TCP alone does not
+notice) is ``registry_unavailable`` in seconds, not when it wakes. The worker thread is left to
+finish on its own; a read changes nothing, so abandoning it loses nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
 import anyio.to_thread
+
+from registry import RegistryUnavailable
+from registry.database import STATEMENT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from registry import Registry
@@ -18,7 +27,10 @@ Ts = TypeVarTuple("Ts")
 
 
 async def short_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts) -> T:
-    """``read(*args)``, without blocking the loop on a networked registry."""
+    """``read(*args)``, without blocking the loop on a networked registry, nor waiting on it past
+    ``STATEMENT_TIMEOUT_S`` (then ``RegistryUnavailable``)."""
     if registry.reads_inline:
         return read(*args)
-    return await anyio.to_thread.run_sync(read, *args)
+    with anyio.move_on_after(STATEMENT_TIMEOUT_S):
+        return await anyio.to_thread.run_sync(read, *args, abandon_on_cancel=True)
+    raise RegistryUnavailable()

@@ -55,6 +55,9 @@ __all__ = [
 NODE_KEY_BYTES = 32
 #: The PostgreSQL channel on which catalogue changes are announced.
 NOTIFY_CHANNEL = "meshnav_catalog"
+#: The PostgreSQL advisory lock catalogue writers hold to their commit (``CatalogStore._write``):
+#: a fixed number of our own, "meshnav" read as a big-endian integer.
+CATALOG_WRITES_LOCK = int.from_bytes(b"meshnav", "big")
 #: Rows of the catalogue read at a time when it is streamed.
 CATALOG_ROWS_BATCH = 2000
 
@@ -172,6 +175,21 @@ class CatalogStore:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self._writing = False
+
+    def _write(self) -> None:
+        """Before a transaction's first change to the catalogue: on PostgreSQL, a lock held to its
+        commit, so that catalogue writers commit one at a time and the change log's ids become
+        visible in the order they were given. Without it an id given earlier could commit later,
+        behind a navigator that had read past it, and that change was never caught up (ADR 0008).
+        SQLite has one writer at a time already."""
+        if self._writing:
+            return
+        self._writing = True
+        if self.session.get_bind().dialect.name == "postgresql":
+            self.session.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": CATALOG_WRITES_LOCK}
+            )
 
     # --- revisions -------------------------------------------------------------------------
 
@@ -189,6 +207,7 @@ class CatalogStore:
         """Record that ``machine``'s part of the catalogue changed, in the caller's transaction;
         navigators read the log to catch up (``changes_since``), whatever notifications they missed.
         """
+        self._write()
         self.session.add(CatalogChange(machine=machine))
         self.session.flush()
         if self.session.get_bind().dialect.name == "postgresql":
@@ -258,6 +277,7 @@ class CatalogStore:
         self, name: str, *, advertise_url: str | None = None, heartbeat_s: float | None = None
     ) -> MachineRecord:
         """Add a machine, or bring back a retired one (an operator's act)."""
+        self._write()
         machine = self.session.execute(
             select(Machine).where(Machine.name == name)
         ).scalar_one_or_none()
@@ -275,6 +295,7 @@ class CatalogStore:
 
     def register_node(self, name: str, *, advertise_url: str, heartbeat_s: float) -> bytes:
         """A node (re)registers its machine: idempotent; returns the machine's call-token key."""
+        self._write()
         machine = self.session.execute(
             select(Machine).where(Machine.name == name)
         ).scalar_one_or_none()
@@ -319,6 +340,7 @@ class CatalogStore:
         return machine.last_heartbeat_at
 
     def retire_machine(self, name: str) -> None:
+        self._write()
         machine = self._machine(name)
         machine.retired_at = utcnow()
         self.log_change(name)
@@ -354,6 +376,7 @@ class CatalogStore:
 
         A node registering (``by_node``) neither brings back a machine an operator retired nor
         takes a seat another machine holds: both are operators' acts (``Conflict``)."""
+        self._write()
         owner = self.session.execute(
             select(Machine).where(Machine.name == machine)
         ).scalar_one_or_none()
@@ -395,11 +418,13 @@ class CatalogStore:
         return self._record(assignment)
 
     def retire_assignment(self, machine: str, role: str) -> None:
+        self._write()
         assignment = self._assignment(machine, role)
         assignment.retired_at = utcnow()
         self.log_change(machine)
 
     def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
+        self._write()
         assignment = self._assignment(machine, role)
         for row in assignment.tools:
             if row.name == tool:
@@ -428,6 +453,7 @@ class CatalogStore:
 
     def place_seat(self, name: str, machine: str, role: str) -> None:
         """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held)."""
+        self._write()
         self._place_seat(name, self._assignment(machine, role))
         self.log_change(machine)
 

@@ -47,7 +47,11 @@ def make_engine(url: str) -> Engine:
         pool_size=10,
         max_overflow=10,
         pool_timeout=STATEMENT_TIMEOUT_S,
-        connect_args={"connect_timeout": STATEMENT_TIMEOUT_S},
+        connect_args={
+            "connect_timeout": STATEMENT_TIMEOUT_S,
+            # a lock (a row, or the catalogue writers' advisory lock) waited for no longer
+            "options": f"-c lock_timeout={STATEMENT_TIMEOUT_S * 1000}",
+        },
     )
 
 

@@ -24,7 +24,7 @@ from starlette.responses import Response
 
 from navigator.catalog import Catalog, CatalogEvent
 from navigator.console.session import authenticate_viewer, unauthenticated_json
-from navigator.errors import NavigatorError
+from navigator.errors import NavigatorError, Unauthenticated
 from navigator.services import services
 
 __all__ = ["KEEPALIVE_S", "stream"]
@@ -33,14 +33,16 @@ __all__ = ["KEEPALIVE_S", "stream"]
 KEEPALIVE_S = 15.0
 #: Changes arriving this soon after one another become one notice.
 SETTLE_S = 0.15
+#: How soon a viewer is checked again when the registry could not be read.
+RECHECK_S = 1.0
 #: How long a browser waits before reconnecting a dropped stream.
 RETRY_MS = 2000
 
 
-async def _next_change(queue: asyncio.Queue[CatalogEvent]) -> set[str]:
-    """The kinds of change in the next burst; empty when the stream stayed quiet."""
+async def _next_change(queue: asyncio.Queue[CatalogEvent], wait: float) -> set[str]:
+    """The kinds of change in the next burst; empty when the stream stayed quiet ``wait`` s."""
     kinds: set[str] = set()
-    with anyio.move_on_after(KEEPALIVE_S):
+    with anyio.move_on_after(wait):
         kinds.add((await queue.get()).kind)
     if kinds:
         await anyio.sleep(SETTLE_S)
@@ -51,15 +53,22 @@ async def _next_change(queue: asyncio.Queue[CatalogEvent]) -> set[str]:
 
 async def _notices(request: Request, catalog: Catalog) -> AsyncIterator[ServerSentEvent]:
     queue = catalog.subscribe()
+    pending: set[str] = set()  # changes not yet announced: the viewer could not be checked
     try:
         yield ServerSentEvent(comment="meshnav console events", retry=RETRY_MS)
         while True:
-            kinds = await _next_change(queue)
+            # a change held back is announced once the viewer can be checked: try again soon
+            kinds = pending | await _next_change(queue, RECHECK_S if pending else KEEPALIVE_S)
             try:
                 await authenticate_viewer(request)
-            except NavigatorError:
+            except Unauthenticated:
                 yield ServerSentEvent(event="signed-out", data="{}")
                 return
+            except NavigatorError:  # the registry cannot be read now: not a sign-out
+                pending = kinds
+                yield ServerSentEvent(comment="keep-alive")
+                continue
+            pending = set()
             if kinds:
                 yield ServerSentEvent(event="change", data=json.dumps({"kinds": sorted(kinds)}))
             else:

@@ -27,7 +27,7 @@ from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore
+from registry import AccessStore, RegistryUnavailable
 from registry.models import Machine
 
 HOSTILE = '<script>alert("x")</script>'
@@ -583,3 +583,35 @@ async def test_events_stream_says_when_a_machine_stops_answering(tmp_path: Path)
                     body += (await messages.receive())["body"]
         assert console.services.catalog.machine_status("db2") == "not answering"
     assert b'"status"' in body
+
+
+async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A viewer who cannot be checked because the registry is down is not signed out: the stream
+    stays, and the change it could not announce is announced once the viewer is checked again."""
+    async with console_app(tmp_path) as console:
+        authenticator = console.services.authenticator
+        check = authenticator.authenticate
+        down = {"reads": 0}
+
+        def flaky(token: Any) -> Any:
+            if down["reads"]:
+                down["reads"] -= 1
+                raise RegistryUnavailable()
+            return check(token)
+
+        async with open_events(console.app, console.tokens["alice"]) as messages:
+            with anyio.fail_after(15):
+                await messages.receive()
+                await messages.receive()
+                monkeypatch.setattr(authenticator, "authenticate", flaky)
+                down["reads"] = 1
+                await console.register(
+                    "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
+                )
+                body = b""
+                while b"event: change" not in body and b"signed-out" not in body:
+                    body += (await messages.receive())["body"]
+    assert b"signed-out" not in body
+    assert down["reads"] == 0  # the registry was down for one check, and the stream waited it out

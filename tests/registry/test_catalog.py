@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -150,6 +152,41 @@ def test_every_change_is_logged_by_machine(registry: Registry) -> None:
         changes = CatalogStore(session).changes_since(start)
     assert [m for _, m in changes] == ["db1", "db2", "db1"]
     assert [i for i, _ in changes] == sorted(i for i, _ in changes)
+
+
+def test_change_log_ids_become_visible_in_the_order_they_were_given(registry: Registry) -> None:
+    """A writer that took a log id first commits first: a navigator that read past a later id
+    could otherwise never see the earlier one, committed after it (ADR 0008)."""
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web1", "logs", module="logs", tools=[tool("q")])
+        start = store.last_change()
+    taken = threading.Event()
+    committed: list[str] = []
+
+    def slow_retirement() -> None:
+        with registry.transaction() as session:
+            CatalogStore(session).retire_assignment("web1", "logs")
+            taken.set()
+            time.sleep(1.0)  # holds its log id uncommitted
+        committed.append("retired web1")
+
+    def registration() -> None:
+        with registry.transaction() as session:
+            CatalogStore(session).put_assignment("web2", "logs", module="logs", tools=[tool("q")])
+        committed.append("registered web2")
+
+    first = threading.Thread(target=slow_retirement)
+    first.start()
+    assert taken.wait(10)
+    second = threading.Thread(target=registration)
+    second.start()
+    first.join(30)
+    second.join(30)
+    with registry.transaction() as session:
+        changes = CatalogStore(session).changes_since(start)
+    assert committed == ["retired web1", "registered web2"]
+    assert [machine for _, machine in changes] == ["web1", "web2"]
 
 
 def test_pruning_keeps_the_newest_entry_so_ids_are_never_reused(registry: Registry) -> None:
