@@ -3,21 +3,26 @@ APIs, the console's forms): a body announced or streamed past it is dropped befo
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 __all__ = ["read_bounded"]
 
 
 async def read_bounded(request: Request, limit: int) -> bytes | None:
-    """The whole body, or ``None`` as soon as it is known to be longer than ``limit`` bytes."""
+    """The whole body, or ``None`` as soon as it is known to be longer than ``limit`` bytes, or
+    when the client goes away before sending it all (nobody is left to read the answer; it is
+    not an error of ours to log)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    except ClientDisconnect:
+        return None
     return b"".join(chunks)

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from starlette.requests import Request
 
 from navigator.api.base import MAX_BODY_BYTES
 from navigator.app import build_app
 from navigator.auth import hash_token, mint_token
+from navigator.bodies import read_bounded
 from navigator.settings import NavigatorSettings
 from registry import AccessStore, CatalogStore
 
@@ -136,3 +138,17 @@ async def test_a_heartbeat_period_keeps_its_fraction(tmp_path: Path) -> None:
     assert answer.status_code == 200, answer.text
     assert answer.json()["heartbeatS"] == 1.4
     assert machine.heartbeat_s == 1.4
+
+
+async def test_a_client_gone_before_its_body_ends_is_no_error() -> None:
+    """Nobody is left to answer: no exception for the server to log as one of ours."""
+    messages: list[dict[str, Any]] = [
+        {"type": "http.request", "body": b'{"machine": ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    request = Request({"type": "http", "method": "POST", "headers": []}, receive)
+    assert await read_bounded(request, 1024) is None
