@@ -97,8 +97,9 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
 
 
 async def _serve_stdio(settings: NavigatorSettings) -> None:
-    """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN, resolved now:
-    a missing or bad token stops it before it serves."""
+    """A stdio navigator acts as the principal whose token is in MESHNAV_TOKEN: checked now, so
+    that a missing or bad token stops it before it serves, and again on every request, so that
+    the grants are read then and a revocation or a new deny holds at once (SPEC §3)."""
     import anyio.to_thread
 
     from navigator.errors import NavigatorError
@@ -110,11 +111,12 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     services = Services.create(settings)
     try:
         await anyio.to_thread.run_sync(migrate, settings.database_url)
-        caller = await services.authenticator.verify(token)
+        await services.authenticator.verify(token)
     except NavigatorError:
         raise CommandError("MESHNAV_TOKEN is missing or not a valid principal's token") from None
     except RegistryError as error:
         raise CommandError(str(error)) from None
-    server = build_mcp(services, fixed_caller=caller)
+    assert token is not None  # verified above
+    server = build_mcp(services, token=token)
     async with running(services, migrate_first=False):
         await server.run_async(transport="stdio", show_banner=False)

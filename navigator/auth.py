@@ -89,6 +89,8 @@ class Authenticator:
             subject = None if access is None else (access.claims or {}).get("sub")
             if access is None or not isinstance(subject, str) or not subject:
                 raise Unauthenticated()
+            if access.expires_at is None:  # a credential that never expires is not accepted
+                raise Unauthenticated()
             return Caller(subject, frozenset(access.scopes))
         return await short_read(self.registry, self.authenticate, token)
 

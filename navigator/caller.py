@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import mcp_types as mt
 from fastmcp.server.dependencies import get_http_request
@@ -30,13 +31,30 @@ from navigator.grants import Caller
 from navigator.metrics import METRICS
 from registry import RegistryError
 
-__all__ = ["CallerMiddleware", "current_caller"]
+__all__ = ["CallerMiddleware", "CallerSource", "current_caller", "resolve_caller"]
 
 logger = logging.getLogger("meshnav.navigator.calls")
 
 _caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
     "meshnav_caller", default=None
 )
+
+
+#: Who calls when no HTTP request says: a stdio navigator's principal, authenticated again for
+#: each request (its grants read then, its revocation seen then; SPEC §3, ADR 0009), or a test's.
+CallerSource = Callable[[], Awaitable[Caller]]
+
+
+async def resolve_caller(source: CallerSource | None) -> Caller:
+    """This request's caller: from ``source`` when the navigator has one, else from the HTTP
+    request the authentication middleware vetted; none is ``Unauthenticated``."""
+    if source is not None:
+        return await source()
+    try:
+        request = get_http_request()
+    except RuntimeError:
+        raise Unauthenticated() from None
+    return caller_from_scope(request.scope)
 
 
 def current_caller() -> Caller:
@@ -48,18 +66,9 @@ def current_caller() -> Caller:
 
 
 class CallerMiddleware(Middleware):
-    def __init__(self, walker_names: set[str], fixed_caller: Caller | None = None) -> None:
+    def __init__(self, walker_names: set[str], source: CallerSource | None = None) -> None:
         self.walker_names = walker_names
-        self.fixed_caller = fixed_caller
-
-    def _resolve(self) -> Caller:
-        if self.fixed_caller is not None:
-            return self.fixed_caller
-        try:
-            request = get_http_request()
-        except RuntimeError:
-            raise Unauthenticated() from None
-        return caller_from_scope(request.scope)
+        self.source = source
 
     async def on_call_tool(
         self,
@@ -75,7 +84,7 @@ class CallerMiddleware(Middleware):
                 raise UnknownTool("The navigator offers only seats, search, describe and call.")
             if not isinstance(context.message.arguments or {}, dict):
                 raise InvalidArguments()
-            token = _caller.set(self._resolve())
+            token = _caller.set(await resolve_caller(self.source))
             try:
                 result = await call_next(context)
             finally:

@@ -13,16 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.extensions import MethodBinding, ServerExtension
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, RequestParams
 from pydantic import ConfigDict
 
-from navigator.auth import caller_from_scope
+from navigator.caller import CallerSource, resolve_caller
 from navigator.errors import NavigatorError, error_body, from_registry
-from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.service import Navigator
 from navigator.tools import WALKER_TOOLS, check_arguments
@@ -56,9 +54,9 @@ def _rpc_error(error: NavigatorError) -> MCPError:
 class DiscoverExtension(ServerExtension):
     identifier = "io.meshnav/discover"
 
-    def __init__(self, navigator: Navigator, fixed_caller: Caller | None = None) -> None:
+    def __init__(self, navigator: Navigator, source: CallerSource | None = None) -> None:
         self.navigator = navigator
-        self.fixed_caller = fixed_caller
+        self.source = source
         self._checker = compile_schema(PARAMS_SCHEMA)
 
     def settings(self) -> dict[str, Any]:
@@ -67,15 +65,6 @@ class DiscoverExtension(ServerExtension):
     def methods(self) -> Sequence[MethodBinding]:
         return (MethodBinding(method=METHOD, params_type=DiscoverParams, handler=self._discover),)
 
-    def _caller(self) -> Caller:
-        if self.fixed_caller is not None:
-            return self.fixed_caller
-        try:
-            request = get_http_request()
-        except RuntimeError:
-            raise NavigatorError() from None
-        return caller_from_scope(request.scope)
-
     async def _discover(
         self, context: ServerRequestContext[Any, Any], params: Any
     ) -> dict[str, Any]:
@@ -83,7 +72,7 @@ class DiscoverExtension(ServerExtension):
         try:
             check_arguments(self._checker, arguments)
             answer, meta = await self.navigator.search(
-                self._caller(),
+                await resolve_caller(self.source),
                 arguments["query"],
                 limit=int(arguments.get("limit", LIMITS.search_limit_default)),
                 within=arguments.get("within"),

@@ -7,13 +7,14 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 
 import anyio
 import fastmcp
 from fastmcp import FastMCP
 
-from navigator.caller import CallerMiddleware
+from navigator.caller import CallerMiddleware, CallerSource
 from navigator.discover import DiscoverExtension
 from navigator.following import follow_registry
 from navigator.grants import Caller
@@ -31,8 +32,16 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP:
-    """The MCP server: exactly the four walker tools."""
+def build_mcp(
+    services: Services, fixed_caller: Caller | None = None, *, token: str | None = None
+) -> FastMCP:
+    """The MCP server: exactly the four walker tools.
+
+    Over HTTP each request names its caller. Without HTTP (stdio), ``token`` is authenticated
+    again for every request, so its grants are read then and its revocation seen then (SPEC §3);
+    ``fixed_caller`` is for tests, its grants read on each request too (``Caller.grants`` None).
+    """
+    source = _caller_source(services, fixed_caller, token)
     # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
     # arguments they reject) and carry the caller's trace context onward; meshnav reports counts
     # and timings at /metrics instead (SPEC §10, §12). Off for both transports; off, they also
@@ -43,11 +52,31 @@ def build_mcp(services: Services, fixed_caller: Caller | None = None) -> FastMCP
         version=_version(),
         instructions=INSTRUCTIONS,
         mask_error_details=True,
-        middleware=[CallerMiddleware(set(WALKER_TOOLS), fixed_caller)],
+        middleware=[CallerMiddleware(set(WALKER_TOOLS), source)],
         tools=list(walker_tools(services.navigator)),
     )
-    server.add_extension(DiscoverExtension(services.navigator, fixed_caller))
+    server.add_extension(DiscoverExtension(services.navigator, source))
     return server
+
+
+def _caller_source(
+    services: Services, fixed_caller: Caller | None, token: str | None
+) -> CallerSource | None:
+    if token is not None:
+        verify = services.authenticator.verify
+
+        async def authenticated() -> Caller:
+            return await verify(token)
+
+        return authenticated
+    if fixed_caller is not None:
+        caller = replace(fixed_caller, grants=None)  # read on each request, never a snapshot
+
+        async def fixed() -> Caller:
+            return caller
+
+        return fixed
+    return None
 
 
 def _machine_gauge(services: Services) -> dict[str, float]:

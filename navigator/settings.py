@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+from pydantic import SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
@@ -31,3 +31,12 @@ class NavigatorSettings(ListeningSettings):
     #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
     allowed_hosts: list[str] = []
     allowed_origins: list[str] = []
+
+    @model_validator(mode="after")
+    def _jwt_checked_whole(self) -> NavigatorSettings:
+        """A JWT verifier checks its issuer and audience too: without them, any token signed with
+        the same key, minted for any other service, would be accepted here."""
+        verifying = self.jwt_jwks_uri or self.jwt_public_key
+        if verifying and not (self.jwt_issuer and self.jwt_audience):
+            raise ValueError("JWT verification needs MESHNAV_JWT_ISSUER and MESHNAV_JWT_AUDIENCE")
+        return self

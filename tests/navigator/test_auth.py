@@ -90,6 +90,28 @@ async def test_a_jwt_with_wrong_claims_is_refused(
         await _authenticator(registry).verify(_jwt(**claims))
 
 
+async def test_a_jwt_that_never_expires_is_refused(registry: Registry) -> None:
+    header = {"alg": "HS256"}
+    body = {"iss": "https://idp.example", "aud": "meshnav", "sub": "carol"}  # no exp
+    forever = jwt.encode(header, body, OctKey.import_key(SECRET))
+    with pytest.raises(Unauthenticated):
+        await _authenticator(registry).verify(forever)
+
+
+@pytest.mark.parametrize("missing", ["jwt_issuer", "jwt_audience"])
+def test_a_jwt_verifier_needs_its_issuer_and_audience(missing: str) -> None:
+    """Without them, a token signed with the same key for any other service would do."""
+    settings = {
+        "jwt_public_key": SECRET,
+        "jwt_algorithm": "HS256",
+        "jwt_issuer": "https://idp.example",
+        "jwt_audience": "meshnav",
+    }
+    del settings[missing]
+    with pytest.raises(ValueError, match="ISSUER and MESHNAV_JWT_AUDIENCE"):
+        NavigatorSettings(**settings)
+
+
 async def test_without_a_verifier_jwts_are_refused(registry: Registry) -> None:
     with pytest.raises(Unauthenticated):
         await Authenticator(registry).verify(_jwt(sub="carol"))

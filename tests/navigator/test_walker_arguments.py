@@ -5,9 +5,15 @@ existence and the grants before the size of ``args``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from fastmcp import Client
+
+from navigator.auth import hash_token, mint_token
 from navigator.registrar import AssignmentSpec
+from navigator.server import build_mcp
+from registry import AccessStore
 from tests.navigator.test_paging import Mesh, _call, mesh_at
 
 COUNT_TOOL = {
@@ -192,3 +198,32 @@ async def _node_seats(mesh: Mesh, machines: list[str], tool: dict[str, Any]) -> 
         await mesh.services.registrar.put_assignment(
             machine, AssignmentSpec(role="node", module="node", kind="node_seat", tools=[tool])
         )
+
+
+async def test_a_stdio_navigator_reads_its_principal_again_on_every_request(
+    tmp_path: Any,
+) -> None:
+    """Without HTTP the token is authenticated again for each request: a deny added while it
+    serves holds on the next call, and so does the principal's revocation (SPEC §3: grants read
+    again, never from a cache)."""
+    token = mint_token()
+    async with mesh_at(tmp_path) as mesh:
+
+        def access(change: Callable[[AccessStore], object]) -> None:
+            with mesh.services.registry.transaction() as session:
+                change(AccessStore(session))
+
+        access(lambda s: s.add_principal("solo", scopes=[], token_hash=hash_token(token)))
+        access(lambda s: s.grant("solo", "web1/logs/*", effect="allow"))
+        address = {"address": "web1/logs/rotate_logs_1"}
+        async with Client(build_mcp(mesh.services, token=token)) as client:
+            before = await _call(client, "describe", address)
+            access(lambda s: s.grant("solo", "web1/logs/rotate_logs_1", effect="deny"))
+            denied = await _call(client, "describe", address)
+            found = await _call(client, "search", {"query": "rotate logs"})
+            access(lambda s: s.revoke_principal("solo"))
+            revoked = await _call(client, "describe", {"address": "web1/logs/rotate_logs_2"})
+    assert before["address"] == "web1/logs/rotate_logs_1"
+    assert _code(denied) == "tool_not_granted"
+    assert "web1/logs/rotate_logs_1" not in [r["address"] for r in found["results"]]
+    assert _code(revoked) == "unauthenticated"
