@@ -19,12 +19,13 @@ from navigator.api.admin import (
     grant_verdict,
     is_principal_name,
 )
-from navigator.api.base import parse_body
+from navigator.api.base import Body, parse_body
 from navigator.auth import hash_token, mint_token
 from navigator.errors import InvalidAddress, NavigatorError, from_registry
 from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
 
 T = TypeVar("T")
+B = TypeVar("B", bound=Body)
 
 __all__ = ["Access"]
 
@@ -73,10 +74,7 @@ class Access:
         body = {"name": name, "scopes": scopes, "machine": machine, "expiresDays": expires_days}
         if self.navigator_url:
             return dict(await self._api("POST", "/principals", body))
-        try:  # the API's own rules, so that the registry never holds what the API would refuse
-            fields = checked_principal(parse_body(PrincipalBody, body))
-        except NavigatorError as error:
-            raise _command_error(error) from None
+        fields = _fields(PrincipalBody, body, checked_principal)
         token = mint_token()
         record = self._direct(
             lambda store: store.add_principal(
@@ -98,10 +96,7 @@ class Access:
         body = {"expiresDays": expires_days}
         if self.navigator_url:
             return dict(await self._api("POST", f"/principals/{_named(name)}/rotate", body))
-        try:
-            fields = parse_body(RotateBody, body)
-        except NavigatorError as error:
-            raise _command_error(error) from None
+        fields = _fields(RotateBody, body)
         token = mint_token()
         record = self._direct(
             lambda store: store.rotate_principal(
@@ -128,10 +123,7 @@ class Access:
         body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
         if self.navigator_url:
             return dict(await self._api("POST", "/grants", body))
-        try:
-            fields = parse_body(GrantBody, body)
-        except NavigatorError as error:
-            raise _command_error(error) from None
+        fields = _fields(GrantBody, body)
         record: GrantRecord = self._direct(
             lambda store: store.grant(
                 fields.principal, fields.target, effect=fields.effect, scopes=fields.scopes
@@ -159,6 +151,16 @@ class Access:
 
 def _command_error(error: NavigatorError) -> CommandError:
     return CommandError(f"{error.code}: {error.message}")
+
+
+def _fields(model: type[B], body: dict[str, Any], check: Callable[[B], B] | None = None) -> B:
+    """``body`` under the admin API's own rules (its model, then ``check``), so that the
+    registry never holds what the API would have refused; refused in the API's words."""
+    try:
+        fields = parse_body(model, body)
+        return fields if check is None else check(fields)
+    except NavigatorError as error:
+        raise _command_error(error) from None
 
 
 def _named(name: str) -> str:

@@ -17,7 +17,6 @@ from meshnav.errors import CREDENTIAL_FLAG, CommandError
 from navigator.api import API_PREFIX
 
 __all__ = [
-    "CREDENTIAL_FLAG",
     "CommandError",
     "admin_request",
     "error_line",

@@ -7,6 +7,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
+from mesh.settings import join_listen
 from meshnav.errors import CommandError
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     except OSError as error:
         server.close()
         reason = os.strerror(error.errno) if error.errno else "the address cannot be bound"
-        raise CommandError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise CommandError(f"cannot listen on {join_listen(host, port)}: {reason}") from None
     return server
 
 

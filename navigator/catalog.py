@@ -369,17 +369,23 @@ class Catalog:
             return NOT_ANSWERING
         return state.status(now or datetime.now(UTC))
 
+    def _served_status(self, machine: str, endpoint: str | None, now: datetime | None) -> str:
+        """Its machine's status; not answering without an endpoint to call."""
+        status = self.machine_status(machine, now)
+        return NOT_ANSWERING if status == ANSWERING and endpoint is None else status
+
     def assignment_status(self, assignment: CatalogAssignment, now: datetime | None = None) -> str:
-        """Retired, or its machine's status; not answering without an endpoint to call."""
         if assignment.retired:
             return RETIRED
-        status = self.machine_status(assignment.machine, now)
-        return NOT_ANSWERING if status == ANSWERING and assignment.endpoint is None else status
+        return self._served_status(assignment.machine, assignment.endpoint, now)
 
     def status(self, tool: CatalogTool) -> str:
-        if tool.endpoint is None:
-            return NOT_ANSWERING
-        return self.machine_status(tool.machine)
+        return self._served_status(tool.machine, tool.endpoint, None)
+
+    def status_at(self, address: str) -> str:
+        """The status of the tool at ``address``; not answering when there is none (any more)."""
+        tool = self._state.tools.get(address)
+        return NOT_ANSWERING if tool is None else self.status(tool)
 
     def machines(self) -> list[MachineRecord]:
         return [m.record for m in self._state.machines.values()]

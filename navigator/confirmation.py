@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -78,16 +78,17 @@ class Confirmations:
         self,
         tool: CatalogTool,
         caller: Caller,
-        arguments_digest: str,
+        arguments_digest: Callable[[], str],
         *,
         confirm: str | None,
         elicitor: Elicitor | None,
     ) -> None:
-        """Return when the call may go ahead; raise ``ConfirmationRequired`` otherwise."""
+        """Return when the call may go ahead; raise ``ConfirmationRequired`` otherwise. The
+        arguments' digest is asked for only when the tool needs a person's yes."""
         policy = self.policy(tool)
         if policy == NONE:
             return
-        binding = self.binding(caller, tool, arguments_digest)
+        binding = self.binding(caller, tool, arguments_digest())
         if elicitor is not None:
             message = f"Allow {caller.principal} to run {tool.address}? It may change things."
             if await elicitor.ask(message, binding):

@@ -8,6 +8,7 @@ confirmation when the tool changes things, then the owning node under a deadline
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from mesh.digests import arguments_digest, digest
 from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_address
 from navigator.answers import fit_entries, wire_size
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
-from navigator.confirmation import NONE, Confirmations, Elicitor
+from navigator.confirmation import Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner
 from navigator.errors import (
     InvalidAddress,
@@ -31,7 +32,6 @@ from navigator.errors import (
     ToolNotGranted,
     ToolSchemaTooLarge,
     ToolValidationUnavailable,
-    UnknownTool,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
@@ -207,19 +207,13 @@ class Navigator:
             result["holders"] = list(hit.holders)
             result["holderCount"] = hit.holder_count
             answering = any(
-                self._holder_answers(f"{holder}/{tool.role}/{tool.name}") for holder in hit.holders
+                self.catalog.status_at(f"{holder}/{tool.role}/{tool.name}") == ANSWERING
+                for holder in hit.holders
             )
             result["status"] = ANSWERING if answering else NOT_ANSWERING
         if schemas:
             result["inputSchema"] = tool.input_schema
         return result
-
-    def _holder_answers(self, address: str) -> bool:
-        """Whether the holder's tool answers: its machine does, and it has an endpoint."""
-        try:
-            return self.catalog.status(self.catalog.tool(address)) == ANSWERING
-        except UnknownTool:  # its machine retired since the page was ranked
-            return False
 
     # --- describe --------------------------------------------------------------------------
 
@@ -283,15 +277,15 @@ class Navigator:
         if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         self._schema(tool).validate(arguments)
-        key = self.catalog.node_keys.get(tool.machine)
-        confirming = self.confirmations.policy(tool) != NONE
-        args_digest = _signable(arguments) if confirming or key is not None else ""
+        # computed at most once, and only for what binds it: a confirmation, a call token
+        args_digest = functools.cache(lambda: _signable(arguments))
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
             tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
         if tool.endpoint is None:  # 5. the owning node
             raise NodeUnavailable()
-        token = None if key is None else _signer(key, caller, tool, args_digest)
+        key = self.catalog.node_keys.get(tool.machine)
+        token = None if key is None else _signer(key, caller, tool, args_digest())
         result = await self.connections.call(
             tool.endpoint,
             tool.name,

@@ -19,6 +19,7 @@ from navigator.api.base import Body, read_body, require_scope
 from navigator.auth import ADMIN_SCOPE, hash_token, mint_token
 from navigator.errors import InvalidAddress, InvalidArguments, NotFound
 from navigator.grants import Caller, explain
+from navigator.limits import LIMITS
 from navigator.registrar import AssignmentSpec
 from navigator.services import services
 from navigator.upstream import pull_tools
@@ -358,7 +359,7 @@ def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str,
     """Which row decides whether ``principal`` may call ``address``, and why (``grants.explain``
     on the principal's grant rows, read now)."""
     record = store.principal(principal)
-    snapshot = store.snapshot(principal, limit=4096)
+    snapshot = store.snapshot(principal, limit=LIMITS.grant_rows)
     return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
 

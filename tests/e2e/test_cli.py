@@ -166,7 +166,6 @@ def test_text_from_the_mesh_is_drawn_as_text_not_markup(
     assert "Zebrafy [/]" in contract
     # a tools file registers no endpoint: nothing answers for it, wherever it is shown
     view = as_json(mesh, admin, "mesh", "cli-markup")
-    assert view["status"] in ("answering", "not answering")
     assert {entry["status"] for entry in view["entries"]} == {"not answering"}
     mesh_view = httpx.get(
         f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {admin}"}
