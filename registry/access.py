@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
-from registry.models import Grant, Principal, Revision, utcnow
+from registry.models import Grant, Machine, Principal, Revision, utcnow
 
 if TYPE_CHECKING:
     from registry.database import Registry
@@ -292,8 +292,9 @@ class AccessStore:
 
     def bind_machine(self, name: str, machine: str) -> None:
         """Bind a node principal to the machine it first registers; later machines conflict, and
-        so does a machine another principal is bound to (revoked or not): a new node for such a
-        machine needs a principal made for it (``principal add --machine``)."""
+        so do a machine another principal is bound to (revoked or not) and one an operator
+        registered (``meshnav register``): a node for such a machine needs a principal made for it
+        (``principal add --machine``). A first registration only ever creates a machine."""
         row = self._principal(name)
         if row.machine is None:
             taken = self.session.execute(
@@ -301,6 +302,8 @@ class AccessStore:
             ).first()
             if taken is not None:
                 raise Conflict("Another node principal speaks for that machine.")
+            if self.session.execute(select(Machine.id).where(Machine.name == machine)).first():
+                raise Conflict("An operator registered that machine.")
             row.machine = machine
         elif row.machine != machine:
             raise Conflict("This node principal is bound to another machine.")

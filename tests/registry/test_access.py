@@ -238,3 +238,22 @@ def test_an_unbound_node_principal_cannot_take_a_machine_another_speaks_for(
             store.bind_machine("node-b", "db1")
         store.bind_machine("node-b", "db2")
         assert store.principal("node-b").machine == "db2"
+
+
+def test_an_unbound_node_principal_cannot_take_a_machine_an_operator_registered(
+    registry: Registry,
+) -> None:
+    """Else any node token could re-register web3, point its assignments at itself and be given
+    web3's call-token key; a node for web3 needs a principal made for it."""
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment(
+            "web3", "docs", module="docs", tools=[], endpoint="http://10.0.0.3/mcp"
+        )
+        store = AccessStore(session)
+        store.add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
+        with pytest.raises(Conflict):
+            store.bind_machine("node-a", "web3")
+        store.add_principal(
+            "node-web3", scopes=["mesh:node"], token_hash="5" * 64, machine="web3"
+        )
+        store.bind_machine("node-web3", "web3")
