@@ -37,6 +37,15 @@ _MAX_WORD_LENGTH = 40
 # A closed compound splits into words of at least this many letters: shorter ones are too often
 # abbreviations, names or fragments that WordNet happens to list ("bse", "gen", "his").
 _MIN_PART_LENGTH = 4
+# English's bound combining forms: prefixes that are not words themselves but make compounds whose
+# head is one ("cybersecurity" is security, "geolocation" a location, "subdomain" a domain). Those
+# that negate or reverse their head (un-, non-, dis-, de-, in-, mis-) are not here: "unstaged" is
+# not about what is staged. Forms that are words too ("micro", "auto", "super") split as words do.
+_COMBINING_FORMS: tuple[str, ...] = (
+    "aero", "agri", "agro", "astro", "bio", "crypto", "cyber", "eco", "electro", "geo", "giga",
+    "hetero", "hydro", "inter", "intra", "meta", "multi", "nano", "neo", "neuro", "omni", "pre",
+    "proto", "quasi", "socio", "sub", "tele", "thermo", "trans", "tri", "uni",
+)  # fmt: skip
 # WordNet's detachment rules (morphy), for nouns, verbs and adjectives in turn.
 _DETACHMENTS: tuple[tuple[str, str], ...] = (
     ("s", ""),
@@ -152,14 +161,17 @@ def _known(table: _Table, word: str) -> bool:
 
 @lru_cache(maxsize=8192)
 def compound_parts(word: str) -> tuple[str, ...]:
-    """The two words a closed compound is written of, when WordNet has both and not the whole:
-    "username" gives user and name, "chargebacks" charge and backs; () for any other word.
+    """The two parts a closed compound is written of, when WordNet has the head and not the whole:
+    "username" gives user and name, "chargebacks" charge and backs, "cryptocurrency" crypto and
+    currency; () for any other word.
 
-    Each part has at least four letters, and the most even split wins (the first, of equals), so
-    the same word always splits the same way. Tools and agents write the same thing closed, open
-    or hyphenated ("user name", "user-name"); the parts let each reach the other (ADR 0021).
+    The first part is a word WordNet has or one of English's bound combining forms (``sub``,
+    ``geo``, ``crypto``; tried only when no split into two words exists). Each word part has at
+    least four letters, and the most even split wins (the first, of equals), so the same word
+    always splits the same way. Tools and agents write the same thing closed, open or hyphenated
+    ("user name", "user-name"); the parts let each reach the other (ADR 0021).
     """
-    if len(word) < 2 * _MIN_PART_LENGTH or not _plain(word):
+    if len(word) < 2 * _MIN_PART_LENGTH - 1 or not _plain(word):
         return ()
     table = _load()
     if _known(table, word):
@@ -170,4 +182,10 @@ def compound_parts(word: str) -> tuple[str, ...]:
         shorter = min(cut, len(word) - cut)
         if shorter > best_shorter and _known(table, word[:cut]) and _known(table, word[cut:]):
             best, best_shorter = (word[:cut], word[cut:]), shorter
-    return best
+    if best:
+        return best
+    for form in _COMBINING_FORMS:
+        head = word[len(form) :]
+        if word.startswith(form) and len(head) >= _MIN_PART_LENGTH and _known(table, head):
+            return (form, head)
+    return ()

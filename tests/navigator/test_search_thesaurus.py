@@ -119,6 +119,11 @@ def test_a_word_reaches_the_words_of_its_definition_but_not_wordnets_common_ones
         ("passwordreset", ("password", "reset")),
         # two splits of four letters at least: the more even one, then the first
         ("teamspace", ("team", "space")),
+        # a bound combining form and a word, when no split into two words exists
+        ("cybersecurity", ("cyber", "security")),
+        ("subdomains", ("sub", "domains")),
+        ("cryptocurrencies", ("crypto", "currencies")),
+        ("geolocation", ("geo", "location")),
     ],
 )
 def test_a_closed_compound_wordnet_lacks_splits_into_two_words_it_has(
@@ -136,6 +141,9 @@ def test_a_closed_compound_wordnet_lacks_splits_into_two_words_it_has(
         "webhook",  # "web" is too short a part
         "kubectl",  # no split into English words
         "postgresql",
+        "unstaged",  # a form that negates its head is not a combining form here
+        "nonblocking",
+        "subs",  # the head is a word of four letters at least
         "données",
         "user_name",
         "a" * 500,
@@ -163,3 +171,13 @@ def test_a_compound_and_its_open_form_find_each_other() -> None:
     )
     assert addresses(index, "user name")[0] == "h/auth/set_handle"
     assert addresses(index, "hostname")[0] == "h/dns/resolve"
+
+
+def test_a_compound_of_a_combining_form_is_found_by_its_head() -> None:
+    index = index_of(
+        doc("h/scan/audit", "Audit a site's cybersecurity."),
+        doc("h/dns/list_records", "List the records of every subdomain."),
+        doc("h/files/rename", "Give a file a new name."),
+    )
+    assert addresses(index, "web security")[0] == "h/scan/audit"
+    assert addresses(index, "a domain")[0] == "h/dns/list_records"
