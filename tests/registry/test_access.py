@@ -253,7 +253,5 @@ def test_an_unbound_node_principal_cannot_take_a_machine_an_operator_registered(
         store.add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
         with pytest.raises(Conflict):
             store.bind_machine("node-a", "web3")
-        store.add_principal(
-            "node-web3", scopes=["mesh:node"], token_hash="5" * 64, machine="web3"
-        )
+        store.add_principal("node-web3", scopes=["mesh:node"], token_hash="5" * 64, machine="web3")
         store.bind_machine("node-web3", "web3")
