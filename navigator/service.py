@@ -12,9 +12,9 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
 from mcp_types import CallToolResult
 
 from mesh.calltokens import sign_call_token
@@ -31,14 +31,13 @@ from navigator.errors import (
     ToolGrantsChanged,
     ToolNotGranted,
     ToolSchemaTooLarge,
-    ToolValidationUnavailable,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
 from navigator.search import Hit
-from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
+from navigator.validation import NOT_UNICODE, CompiledSchema, SchemaCache, is_unicode_text
 from navigator.walk import walk
 from registry import AccessStore, CatalogStore, Registry
 
@@ -58,10 +57,9 @@ _NOT_CANONICAL = (
 CURSOR_RESERVE = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class _SchemaVerdict:
-    compiled: CompiledSchema | None
-    error: Exception | None
+#: What the compiled input schemas may hold, in ``CompiledSchema.weight`` (about bytes): tens of
+#: thousands of ordinary contracts, or a few dozen at the validator's bounds.
+SCHEMA_CACHE_WEIGHT = 256 << 20
 
 
 class Navigator:
@@ -80,7 +78,7 @@ class Navigator:
         self.deadline_s = deadline_s
         self.cursors = CursorSigner(cursor_ttl_s)
         self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
-        self._schemas: dict[str, _SchemaVerdict] = {}
+        self._schemas: SchemaCache[str] = SchemaCache(SCHEMA_CACHE_WEIGHT)
 
     # --- grants ----------------------------------------------------------------------------
 
@@ -241,20 +239,15 @@ class Navigator:
 
     # --- call ------------------------------------------------------------------------------
 
-    def _schema(self, tool: CatalogTool) -> CompiledSchema:
-        verdict = self._schemas.get(tool.contract_digest)
-        if verdict is None:
-            try:
-                verdict = _SchemaVerdict(compile_schema(tool.input_schema), None)
-            except ToolValidationUnavailable as error:  # kept, to answer the same next time
-                verdict = _SchemaVerdict(None, error)
-            if len(self._schemas) > 65536:
-                self._schemas.clear()
-            self._schemas[tool.contract_digest] = verdict
-        if verdict.compiled is None:
-            assert verdict.error is not None
-            raise verdict.error
-        return verdict.compiled
+    async def _schema(self, tool: CatalogTool) -> CompiledSchema:
+        """The tool's compiled input schema; compiled off the event loop the first time (a
+        schema at the bounds takes a fraction of a second), then held by contract digest."""
+        compiled = self._schemas.lookup(tool.contract_digest)
+        if compiled is None:
+            compiled = await anyio.to_thread.run_sync(
+                self._schemas.get, tool.contract_digest, lambda: tool.input_schema
+            )
+        return compiled
 
     async def call(
         self,
@@ -276,7 +269,7 @@ class Navigator:
         arguments = dict(arguments)
         if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-        self._schema(tool).validate(arguments)
+        (await self._schema(tool)).validate(arguments)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things

@@ -1,7 +1,7 @@
 """The navigator's bounded argument validator (SPEC §5; ADR 0006).
 
 ``verdict(schema, instance)`` answers ``"valid"``, ``"invalid"`` or ``"unavailable"``; ``call``
-uses the same code through ``compile_schema(schema).validate(arguments)``.
+uses the same code through a ``SchemaCache`` of compiled schemas by contract digest.
 
     validator   the public surface: compile once per contract, validate per call
     compiler    walks a whole schema once, refusing what cannot be checked
@@ -9,7 +9,7 @@ uses the same code through ``compile_schema(schema).validate(arguments)``.
     nodes       evaluation under the step, depth and size budgets
     patterns    ECMA-262 patterns translated for RE2 (linear time), charsets what classes match
     json_values JSON sizes and equality without recursion
-    limits      the five bounds
+    limits      the six bounds
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from navigator.validation.json_values import NOT_UNICODE, is_unicode_text
 from navigator.validation.limits import ValidationLimits
 from navigator.validation.validator import (
     CompiledSchema,
+    SchemaCache,
     Verdict,
     check_schema,
     compile_schema,
@@ -28,6 +29,7 @@ from navigator.validation.validator import (
 __all__ = [
     "NOT_UNICODE",
     "CompiledSchema",
+    "SchemaCache",
     "ValidationLimits",
     "Verdict",
     "check_schema",

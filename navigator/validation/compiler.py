@@ -24,12 +24,13 @@ from navigator.validation.nodes import (
     ACCEPT,
     JSON_TYPES,
     REJECT,
+    VISIT_COST,
     Check,
     Plan,
     RefCell,
     SchemaNode,
 )
-from navigator.validation.patterns import compile_pattern
+from navigator.validation.patterns import Pattern, compile_pattern
 
 __all__ = ["KNOWN_KEYWORDS", "compile_document"]
 
@@ -94,6 +95,10 @@ _BAD_REF = (
 _REF_LOOP = "The tool's schema has a '$ref' loop that consumes no input, so it would never end."
 _BAD_ID = "The tool's schema has an '$id' below its root or with a fragment; '$ref' is ambiguous."
 _BAD_DIALECT = "The tool's schema names a '$schema' dialect the validator does not know."
+_PROGRAM = (
+    "The tool's schema's patterns together are larger than the linear-time engine's bound of "
+    "{limit} instructions."
+)
 
 
 def _refuse(message: str, keyword: str | None = None) -> ToolValidationUnavailable:
@@ -147,6 +152,19 @@ class _Compiler:
         self.references: list[tuple[RefCell, tuple[str, ...]]] = []
         #: Subschemas applied to the same instance (in-place applicators and ``$ref``).
         self.in_place: dict[SchemaNode, list[SchemaNode | RefCell]] = {}
+        #: The document's patterns, each compiled once, and their RE2 instructions in all.
+        self.patterns: dict[str, Pattern] = {}
+        self.program = 0
+
+    def pattern(self, source: str) -> Pattern:
+        compiled = self.patterns.get(source)
+        if compiled is None:
+            compiled = compile_pattern(source, self.limits.max_pattern_units)
+            self.program += compiled.size
+            if self.program > self.limits.max_pattern_program:
+                raise _refuse(_PROGRAM.format(limit=self.limits.max_pattern_program))
+            self.patterns[source] = compiled
+        return compiled
 
     def schema(self, value: Any, pointer: tuple[str, ...], depth: int) -> SchemaNode:
         if depth > self.limits.max_depth:
@@ -275,16 +293,16 @@ class _Compiler:
         for python_type in JSON_TYPES:
             checks = [*generic, *by_kind.get(_KINDS.get(python_type, ""), ()), *applicators]
             if names is None:
-                plans[python_type] = (len(checks), tuple(checks))
+                plans[python_type] = (VISIT_COST + len(checks), tuple(checks))
                 continue
             allowed = _TYPE_OF[python_type] in names or (python_type is int and "number" in names)
             if python_type is float and not allowed and "integer" in names:
                 checks.insert(0, kw.integral)
-                plans[python_type] = (len(checks), tuple(checks))
+                plans[python_type] = (VISIT_COST + len(checks), tuple(checks))
             elif allowed:
-                plans[python_type] = (len(checks) + 1, tuple(checks))
+                plans[python_type] = (VISIT_COST + len(checks) + 1, tuple(checks))
             else:
-                plans[python_type] = (1, (kw.type_mismatch,))
+                plans[python_type] = (VISIT_COST + 1, (kw.type_mismatch,))
         return plans
 
     def _strings(self, schema: dict[str, Any], checks: list[Check]) -> None:
@@ -296,7 +314,7 @@ class _Compiler:
             if type(schema["pattern"]) is not str:
                 raise _refuse(_MALFORMED, "pattern")
             source = schema["pattern"]
-            checks.append(kw.pattern(compile_pattern(source, self.limits.max_pattern_units)))
+            checks.append(kw.pattern(self.pattern(source)))
 
     @staticmethod
     def _numbers(schema: dict[str, Any], checks: list[Check]) -> None:
@@ -336,7 +354,7 @@ class _Compiler:
             checks.append(kw.max_properties(int(schema["maxProperties"])))
         if {"properties", "patternProperties", "additionalProperties"} & subs.keys():
             patterns = [
-                (compile_pattern(source, self.limits.max_pattern_units), node)
+                (self.pattern(source), node)
                 for source, node in subs.get("patternProperties", {}).items()
             ]
             members = kw.object_members(
@@ -410,10 +428,10 @@ class _Compiler:
                     done.add(node)
 
 
-def compile_document(schema: Any, limits: ValidationLimits) -> SchemaNode:
+def compile_document(schema: Any, limits: ValidationLimits) -> tuple[SchemaNode, int]:
     """Compile a schema document whose size is already within bounds; refuse what is not
-    supported. Returns the root node."""
+    supported. Returns the root node and the RE2 instructions of its patterns."""
     compiler = _Compiler(limits)
     root = compiler.schema(schema, (), 0)
     compiler.resolve()
-    return root
+    return root, compiler.program

@@ -179,8 +179,7 @@ def max_length(limit: int) -> Check:
 
 def pattern(compiled: Pattern) -> Check:
     def check(instance: str, depth: int, run: Run) -> Failure | None:
-        run.spend(compiled.cost(len(instance)))
-        return None if compiled.search(instance) else Failure("pattern")
+        return None if compiled.search(instance, run.spend) else Failure("pattern")
 
     return check
 
@@ -300,8 +299,7 @@ def object_members(
                     return failure.blame("properties").under(key)
             matched = declared is not None
             for compiled, node in patterns:
-                run.spend(compiled.cost(len(key)))
-                if compiled.search(key):
+                if compiled.search(key, run.spend):
                     matched = True
                     failure = evaluate(node, value, depth + 1, run)
                     if failure is not None:

@@ -25,6 +25,9 @@ class ValidationLimits:
     max_steps: int = 65_536
     #: UTF-16 code units of one ``pattern`` or ``patternProperties`` key.
     max_pattern_units: int = 512
+    #: RE2 program instructions of all of a schema's patterns together: compiling costs about a
+    #: microsecond an instruction, and each search's DFA cache grows with the program.
+    max_pattern_program: int = 131_072
 
 
 DEFAULT_LIMITS = ValidationLimits()

@@ -21,6 +21,7 @@ __all__ = [
     "ACCEPT",
     "JSON_TYPES",
     "REJECT",
+    "VISIT_COST",
     "Check",
     "Failure",
     "Plan",
@@ -84,8 +85,13 @@ def too_deep(limit: int) -> ToolValidationUnavailable:
 
 
 Check: TypeAlias = Callable[[Any, int, Run], "Failure | None"]
-#: Work steps one evaluation of the node costs for that type (one per keyword), and its checks.
+#: Work steps one evaluation of the node costs for that type (one for the visit, one per
+#: keyword), and its checks.
 Plan: TypeAlias = tuple[int, tuple[Check, ...]]
+#: Visiting a node is a step even when it checks nothing for that type (``{}``, ``true``, a node
+#: with only string keywords meeting a number): else ``items``, ``contains`` or ``propertyNames``
+#: under a tree of ``allOf`` and ``$ref`` could visit millions of members for free.
+VISIT_COST: Final = 1
 
 
 class SchemaNode:
@@ -126,5 +132,5 @@ def _false_schema(instance: Any, depth: int, run: Run) -> Failure | None:
 
 
 #: The ``true`` schema: no checks. The ``false`` schema: one check that always fails.
-ACCEPT: Final = SchemaNode(dict.fromkeys(JSON_TYPES, (0, ())))
-REJECT: Final = SchemaNode(dict.fromkeys(JSON_TYPES, (1, (_false_schema,))))
+ACCEPT: Final = SchemaNode(dict.fromkeys(JSON_TYPES, (VISIT_COST, ())))
+REJECT: Final = SchemaNode(dict.fromkeys(JSON_TYPES, (VISIT_COST + 1, (_false_schema,))))

@@ -14,7 +14,7 @@ The rules are written down in docs/adr/0006-bounded-argument-validator.md.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from typing import Any, Final
 
 import re2
@@ -51,8 +51,10 @@ _NOT_LINEAR = (
 _TOO_LONG = "A pattern in the tool's schema is longer than {limit} UTF-16 code units."
 _TOO_BIG = "A pattern in the tool's schema is too large for the linear-time engine's bounds."
 _UNREADABLE = "A string holds a lone surrogate, which the pattern engine cannot read."
-#: One work step per 256 (program instruction x character) pairs: about a microsecond of RE2's
-#: slowest path, measured at 7-20 ns per pair.
+#: One work step per 256 (program instruction x UTF-8 byte) pairs: at most about 0.6 µs of RE2's
+#: slowest path (its DFA giving up and the NFA simulating every instruction), measured at up to
+#: 2.4 ns per pair. RE2 reads bytes: a character outside ASCII is two to four of them, and they
+#: are where the DFA gives up soonest, so they are charged as bytes, not as characters.
 _COST_SHIFT: Final = 8
 
 
@@ -103,9 +105,12 @@ class _Translator:
     def _term(self) -> str:
         char = self._peek()
         assertion = {"^": "\\A", "$": "\\z"}.get(char)
-        if assertion is None and char == "\\" and self._peek(1) in ("b", "B"):
-            assertion = "\\" + self._peek(1)  # ECMA's and RE2's word boundaries are both ASCII
+        if assertion is None and char == "\\" and self._peek(1) == "b":
+            assertion = "\\b"  # ECMA's and RE2's word boundaries are both ASCII
             self.at += 1
+        elif char == "\\" and self._peek(1) == "B":
+            # RE2 tests \B between bytes, so it holds inside a character outside ASCII ("é")
+            raise _refuse(UNFAITHFUL)
         if assertion is not None:
             self.at += 1
             if self._peek() in ("*", "+", "?", "{"):
@@ -318,27 +323,26 @@ class Pattern:
     """A compiled pattern: ``search`` answers whether it matches anywhere in a string.
 
     RE2 is linear in the text, but the constant is not small: when its DFA gives up (the cache
-    bound is reached, as ``[ab]*a[ab]{400}`` makes it) it falls back to simulating the whole
-    program for every byte, microseconds per character. ``cost`` charges that worst case up
-    front, so the step budget refuses a search before it could run long.
+    bound is reached, as ``(?:x|[^x]){900}z`` on text outside ASCII makes it) it falls back to
+    simulating the whole program for every byte. ``search`` charges that worst case before it
+    runs, so the step budget refuses a search before it could run long.
     """
 
-    __slots__ = ("_regexp", "_size")
+    __slots__ = ("_regexp", "size")
 
     def __init__(self, regexp: Any) -> None:
         self._regexp = regexp
-        self._size: int = regexp.programsize
+        #: RE2 program instructions: what the pattern costs to compile and to search
+        self.size: int = regexp.programsize
 
-    def cost(self, length: int) -> int:
-        """Work steps a search of a string of ``length`` code points may take."""
-        return (length * self._size) >> _COST_SHIFT
-
-    def search(self, text: str) -> bool:
-        """Unanchored search, as JSON Schema's ``pattern`` means; linear in ``len(text)``."""
+    def search(self, text: str, spend: Callable[[int], None]) -> bool:
+        """Unanchored search, as JSON Schema's ``pattern`` means; linear in ``len(text)``.
+        ``spend`` is charged the work steps the search may take first, and may refuse them."""
         try:
             encoded = text.encode("utf-8")
         except UnicodeEncodeError:
             raise _refuse(_UNREADABLE) from None
+        spend((len(encoded) * self.size) >> _COST_SHIFT)
         return self._regexp.search(encoded) is not None
 
 
@@ -354,9 +358,9 @@ def _options() -> Any:
 _OPTIONS: Final = _options()
 
 
-@functools.lru_cache(maxsize=2048)
 def compile_pattern(source: str, max_units: int = DEFAULT_LIMITS.max_pattern_units) -> Pattern:
-    """Translate and compile ``source`` once; equal patterns share one compiled RE2 program."""
+    """Translate and compile ``source``. Not cached here: a compiled schema owns its patterns, so
+    that the memory they hold is bounded with the schema's (``CompiledSchema.weight``)."""
     if utf16_length(source) > max_units:
         raise _refuse(_TOO_LONG.format(limit=max_units))
     translated = translate_pattern(source)

@@ -24,7 +24,8 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Any, Final, Literal
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Generic, Literal, TypeVar
 
 from navigator.errors import InvalidArguments, ToolValidationUnavailable
 from navigator.validation.compiler import compile_document
@@ -34,6 +35,7 @@ from navigator.validation.nodes import Run, SchemaNode, evaluate
 
 __all__ = [
     "CompiledSchema",
+    "SchemaCache",
     "ValidationLimits",
     "Verdict",
     "check_schema",
@@ -43,8 +45,10 @@ __all__ = [
 ]
 
 Verdict = Literal["valid", "invalid", "unavailable"]
+K = TypeVar("K", bound=Hashable)
 
-_CACHE_SIZE: Final = 256
+#: What the cache of ``compile_schema`` may hold, in ``CompiledSchema.weight`` (about bytes).
+_CACHE_WEIGHT: Final = 64 << 20
 #: Schemas nested deeper than this (in ``default``, say) skip the cache: ``json.dumps`` recurses.
 _CACHE_MAX_JSON_DEPTH: Final = 256
 
@@ -70,15 +74,23 @@ def _escape(token: str) -> str:
 
 
 class CompiledSchema:
-    """A tool's schema, read and compiled once; ``validate`` is what each call pays."""
+    """A tool's schema, read and compiled once; ``validate`` is what each call pays.
 
-    __slots__ = ("_limits", "_nodes_left", "_root", "_units_left")
+    ``weight`` estimates the bytes it holds, for caches to bound their memory by: about 512 a
+    schema value (its node, plan and checks; measured 420) and 64 a pattern instruction (the RE2
+    program and the DFA cache its searches grow; measured 58).
+    """
 
-    def __init__(self, root: SchemaNode, size: Measure, limits: ValidationLimits) -> None:
+    __slots__ = ("_limits", "_nodes_left", "_root", "_units_left", "weight")
+
+    def __init__(
+        self, root: SchemaNode, size: Measure, limits: ValidationLimits, program: int = 0
+    ) -> None:
         self._root = root
         self._limits = limits
         self._nodes_left = limits.max_nodes - size.nodes
         self._units_left = limits.max_code_units - size.code_units
+        self.weight: int = 512 * size.nodes + size.code_units + 64 * program
 
     def validate(self, instance: Any) -> None:
         """Raise ``InvalidArguments`` if ``instance`` fails the schema, or
@@ -119,45 +131,83 @@ def _measure_schema(schema: Any, limits: ValidationLimits) -> Measure:
     return size
 
 
-class _CompileCache:
-    """Compiled schemas (or the reason they were refused) by digest of their canonical JSON.
+def _compile(schema: Any, size: Measure) -> CompiledSchema:
+    root, program = compile_document(schema, DEFAULT_LIMITS)
+    return CompiledSchema(root, size, DEFAULT_LIMITS, program)
 
-    A digest rather than the text keeps the cache small however large the schemas are; the
-    compiled graph itself is bounded by the node bound.
+
+class SchemaCache(Generic[K]):
+    """Compiled schemas, or the reason each was refused, by a key; the least recently used go
+    first once their ``weight`` together passes ``max_weight`` (a refusal weighs a little)."""
+
+    def __init__(self, max_weight: int) -> None:
+        self._max_weight = max_weight
+        self._weight = 0
+        self._entries: OrderedDict[K, CompiledSchema | ToolValidationUnavailable] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, key: K) -> CompiledSchema | None:
+        """The compiled schema held under ``key``, or None; raises ``ToolValidationUnavailable``,
+        the same each time, for a schema that was refused."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if isinstance(entry, ToolValidationUnavailable):
+            raise ToolValidationUnavailable(entry.message)
+        return entry
+
+    def get(self, key: K, schema: Callable[[], Any]) -> CompiledSchema:
+        """``lookup``, compiling ``schema()`` when nothing is held under ``key``."""
+        compiled = self.lookup(key)
+        if compiled is None:
+            try:
+                compiled = compile_schema_uncached(schema())
+            except ToolValidationUnavailable as refused:
+                self._put(key, refused)
+                raise
+            self._put(key, compiled)
+        return compiled
+
+    def _put(self, key: K, entry: CompiledSchema | ToolValidationUnavailable) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = entry
+            self._weight += _weight(entry)
+            while self._weight > self._max_weight and len(self._entries) > 1:
+                _, evicted = self._entries.popitem(last=False)
+                self._weight -= _weight(evicted)
+
+
+def _weight(entry: CompiledSchema | ToolValidationUnavailable) -> int:
+    return entry.weight if isinstance(entry, CompiledSchema) else 256
+
+
+def compile_schema_uncached(schema: Any) -> CompiledSchema:
+    """``compile_schema`` without its cache, for callers that keep their own (``SchemaCache``)."""
+    return _compile(schema, _measure_schema(schema, DEFAULT_LIMITS))
+
+
+class _CompileCache:
+    """Compiled schemas by digest of their canonical JSON, for callers that hold only the schema.
+
+    A digest rather than the text keeps the keys small however large the schemas are.
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[bytes, CompiledSchema | str] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, max_weight: int) -> None:
+        self._schemas: SchemaCache[bytes] = SchemaCache(max_weight)
 
     def compiled(self, schema: Any) -> CompiledSchema:
         size = _measure_schema(schema, DEFAULT_LIMITS)
         if size.depth > _CACHE_MAX_JSON_DEPTH:
-            return CompiledSchema(compile_document(schema, DEFAULT_LIMITS), size, DEFAULT_LIMITS)
+            return _compile(schema, size)
         text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
         digest = hashlib.sha256(text.encode("ascii")).digest()
-        with self._lock:
-            entry = self._entries.get(digest)
-            if entry is not None:
-                self._entries.move_to_end(digest)
-        if entry is None:
-            try:
-                entry = CompiledSchema(
-                    compile_document(schema, DEFAULT_LIMITS), size, DEFAULT_LIMITS
-                )
-            except ToolValidationUnavailable as refused:
-                entry = refused.message
-            with self._lock:
-                self._entries[digest] = entry
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
-        if isinstance(entry, str):
-            raise ToolValidationUnavailable(entry)
-        return entry
+        return self._schemas.get(digest, lambda: schema)
 
 
-_CACHE: Final = _CompileCache(_CACHE_SIZE)
+_CACHE: Final = _CompileCache(_CACHE_WEIGHT)
 
 
 def compile_schema(schema: Any) -> CompiledSchema:

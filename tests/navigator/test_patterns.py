@@ -12,6 +12,11 @@ import pytest
 from navigator.errors import ToolValidationUnavailable
 from navigator.validation.patterns import compile_pattern, translate_pattern
 
+def search(pattern: str, text: str) -> bool:
+    """Search with a budget that refuses nothing."""
+    return compile_pattern(pattern).search(text, lambda steps: None)
+
+
 SPACE_CLASS = (
     "\\x{9}-\\x{d}\\x{20}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}-\\x{2029}"
     "\\x{202f}\\x{205f}\\x{3000}\\x{feff}"
@@ -29,7 +34,7 @@ SPACE_CLASS = (
         ("\\w\\W", "[0-9A-Za-z_][^0-9A-Za-z_]"),
         ("\\s", f"[{SPACE_CLASS}]"),
         ("\\S", f"[^{SPACE_CLASS}]"),
-        ("\\bx\\B", "\\bx\\B"),
+        ("\\bx\\b", "\\bx\\b"),
         ("(a|b)(?:c)(?<name>d)", "(?:a|b)(?:c)(?:d)"),
         ("a|", "a|"),
         ("[a-z_]", "[a-z\\x{5f}]"),
@@ -95,7 +100,7 @@ def test_translation_table(ecma: str, re2: str) -> None:
     ],
 )
 def test_translated_pattern_matches_as_ecma(pattern: str, text: str, matches: bool) -> None:
-    assert compile_pattern(pattern).search(text) is matches
+    assert search(pattern, text) is matches
 
 
 @pytest.mark.parametrize(
@@ -187,7 +192,7 @@ def test_refusal_messages_never_quote_the_pattern() -> None:
 
 def test_lone_surrogate_in_the_text_is_unavailable_not_a_guess() -> None:
     with pytest.raises(ToolValidationUnavailable):
-        compile_pattern("a").search("a\ud800")
+        search("a", "a\ud800")
 
 
 @pytest.mark.timeout(30)
@@ -202,11 +207,22 @@ def test_lone_surrogate_in_the_text_is_unavailable_not_a_guess() -> None:
     ],
 )
 def test_catastrophic_patterns_run_in_linear_time(pattern: str, matches: bool) -> None:
-    assert compile_pattern(pattern).search("a" * 50_000 + "!") is matches
+    assert search(pattern, "a" * 50_000 + "!") is matches
 
 
-def test_equal_patterns_compile_once() -> None:
-    assert compile_pattern("^[0-9]+$") is compile_pattern("^[0-9]+$")
+def test_not_a_word_boundary_is_refused_since_re2_reads_it_between_bytes() -> None:
+    """ECMA: no \\B inside "é" (one character); RE2 would see one between its two bytes."""
+    with pytest.raises(ToolValidationUnavailable):
+        translate_pattern("a\\Ba")
+
+
+def test_a_search_is_charged_by_the_bytes_re2_reads() -> None:
+    """Characters outside ASCII are two to four bytes, and RE2's slowest path is per byte."""
+    compiled = compile_pattern("(?:x|[^x]){900}z")
+    charged: list[int] = []
+    compiled.search("a" * 1000, charged.append)
+    compiled.search("\U0001f600" * 1000, charged.append)
+    assert charged[0] > 0 and abs(charged[1] - 4 * charged[0]) <= 4
 
 
 # -- differential check against a real ECMA-262 engine, where one is installed ------------------
@@ -248,7 +264,7 @@ def test_translation_agrees_with_node_on_random_patterns() -> None:
         except ToolValidationUnavailable:
             continue  # refusing is always allowed; matching differently never is
         assert expected is not None, f"accepted a pattern ECMA rejects: {case['p']!r}"
-        ours = [compiled.search(text) for text in case["s"]]
+        ours = [compiled.search(text, lambda steps: None) for text in case["s"]]
         if ours != expected:
             disagreements.append(case["p"])
     assert disagreements == []

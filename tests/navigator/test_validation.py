@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from navigator.errors import InvalidArguments, ToolValidationUnavailable
 from navigator.validation import (
     CompiledSchema,
+    SchemaCache,
     check_schema,
     compile_schema,
     validate,
@@ -679,6 +680,70 @@ def test_exponential_reference_fan_out_exhausts_the_step_budget() -> None:
     check_schema(schema)
     assert verdict(schema, "x") == "valid"  # the first branch all the way down
     assert verdict(schema, 1) == "unavailable"  # 2**15 paths all fail
+
+
+def _tree(leaf: dict[str, Any], levels: int = 10) -> dict[str, Any]:
+    """2**levels paths to ``leaf``, each through ``allOf`` and ``$ref``."""
+    defs: dict[str, Any] = {f"a{level}": leaf for level in (levels,)}
+    for level in range(levels):
+        defs[f"a{level}"] = {"allOf": [{"$ref": f"#/$defs/a{level + 1}"}] * 2}
+    return {"$defs": defs, "$ref": "#/$defs/a0"}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "leaf",
+    [
+        {"items": {"minLength": 1}},  # checks nothing of a null
+        {"contains": True, "maxContains": 10_000},
+        {"items": {"title": "no assertion at all"}},
+    ],
+)
+def test_a_member_visited_through_a_schema_that_checks_nothing_is_still_a_step(
+    leaf: dict[str, Any],
+) -> None:
+    """Else a thousand paths to ``items`` visit 8,000 members each for free: a minute's work
+    answered "valid" inside the budget."""
+    assert verdict(_tree(leaf), [None] * 20) == "valid"
+    with pytest.raises(ToolValidationUnavailable, match="65536"):
+        validate(_tree(leaf), [None] * 8_000)
+
+
+@pytest.mark.timeout(30)
+def test_long_strings_outside_ascii_cost_an_equality_key_what_ascii_ones_do() -> None:
+    """Keys copy strings; escaping them wrote six bytes a character, ten times a copy's work,
+    which the steps (one per kibi code point) did not pay for."""
+    schema = compile_schema({"allOf": [{"uniqueItems": True}] * 100})
+    ascii_seconds = _best_seconds(lambda: schema.verdict([["a" * 250_000]]))
+    other_seconds = _best_seconds(lambda: schema.verdict([["\u00e9" * 250_000]]))
+    assert other_seconds / ascii_seconds < 4, other_seconds / ascii_seconds
+    assert verdict({"uniqueItems": True}, [["\u00e9"], ["\u00e9"]]) == "invalid"
+    assert verdict({"uniqueItems": True}, [{"a": "b"}, {"ab": ""}, ["a", "b"], ["ab"]]) == "valid"
+
+
+@pytest.mark.timeout(30)
+def test_patterns_together_are_bounded_by_their_program_size() -> None:
+    """Compiling costs about a microsecond an RE2 instruction, and searching grows a cache with
+    the program: 400 patterns of ``\\S{n}`` took ten seconds to compile, and were accepted."""
+    one = {"properties": {"p": {"pattern": "\\S{500}"}}}
+    check_schema(one)
+    many = {"properties": {f"p{n}": {"pattern": f"\\S{{{500 + n}}}"} for n in range(7)}}
+    assert "131072" in refused(many).message
+    same = {"properties": {f"p{n}": {"pattern": "\\S{500}"} for n in range(20)}}
+    check_schema(same)  # one pattern, compiled once however often the schema uses it
+
+
+def test_the_schema_cache_holds_what_its_weight_allows_and_remembers_refusals() -> None:
+    cache: SchemaCache[str] = SchemaCache(max_weight=3_000)
+    small = cache.get("small", lambda: {"type": "string"})
+    assert cache.lookup("small") is small
+    cache.get("large", lambda: {"properties": {f"p{n}": {} for n in range(8)}})
+    assert cache.lookup("small") is None  # the least recently used went first
+    assert cache.lookup("large") is not None
+    with pytest.raises(ToolValidationUnavailable):
+        cache.get("refused", lambda: {"dependencies": {}})
+    with pytest.raises(ToolValidationUnavailable):
+        cache.lookup("refused")
 
 
 @pytest.mark.timeout(30)
