@@ -12,6 +12,7 @@ import pytest
 from navigator.errors import ToolValidationUnavailable
 from navigator.validation.patterns import compile_pattern, translate_pattern
 
+
 def search(pattern: str, text: str) -> bool:
     """Search with a budget that refuses nothing."""
     return compile_pattern(pattern).search(text, lambda steps: None)
