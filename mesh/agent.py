@@ -35,8 +35,9 @@ MAX_BACKOFF_S = 5.0
 
 
 async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
-    """The assignment's ``tools/list`` as JSON, as its server would answer it."""
-    tools = await assignment.server.list_tools()
+    """The assignment's ``tools/list`` as JSON, as its server would answer it (read past the
+    middleware that lists nothing to clients: ``CallTokenMiddleware``)."""
+    tools = await assignment.server.list_tools(run_middleware=False)
     return [
         tool.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
         for tool in sorted(tools, key=lambda t: t.name)
@@ -165,7 +166,7 @@ async def serve_node(
     assignments = [Assignment(spec, build_module(spec)) for spec in specs]
     assignments += [Assignment(spec, build_module(spec), seat=seat) for seat, spec in seats]
     agent = NodeAgent(settings, assignments)
-    app = NodeApp(assignments, agent.verifier)
+    app = NodeApp(assignments, agent.verifier, advertise_url=settings.advertise_url)
     config = uvicorn.Config(
         app,
         host=settings.host,

@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import mcp_types as mt
@@ -25,7 +26,7 @@ from fastmcp.exceptions import PromptError, ResourceError
 from fastmcp.prompts import Prompt
 from fastmcp.resources import Resource, ResourceTemplate
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools.base import ToolResult
+from fastmcp.tools.base import Tool, ToolResult
 from starlette.applications import Starlette
 
 from mesh.calltokens import META_KEY, CallTokenVerifier
@@ -94,6 +95,12 @@ class CallTokenMiddleware(Middleware):
 
     # -- what no call token covers: listed as nothing, refused when asked for ------------------
 
+    async def on_list_tools(self, context: Any, call_next: Any) -> Sequence[Tool]:
+        """The navigator never lists a node's tools (the node pushes them when it registers), and
+        a client reaching the node directly is given nothing: not the schemas (a database
+        module's name its databases), and not a wrapped server's start."""
+        return []
+
     async def on_list_resources(self, context: Any, call_next: Any) -> Sequence[Resource]:
         return []
 
@@ -120,13 +127,23 @@ class NodeApp:
         assignments: list[Assignment],
         verifier: CallTokenVerifier,
         extra: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] | None = None,
+        *,
+        advertise_url: str | None = None,
     ) -> None:
+        """``advertise_url`` is where the navigator reaches the node: requests naming another
+        host are refused (421), as a browser led there by DNS rebinding would; loopback names
+        and the address the node listens on stay allowed."""
         self.assignments = assignments
         self._apps: dict[str, Starlette] = {}
+        advertised = urlsplit(advertise_url).hostname if advertise_url else None
         for assignment in assignments:
             assignment.server.add_middleware(CallTokenMiddleware(verifier, assignment.role))
             path = f"/mcp/{assignment.role}"
-            self._apps[path] = assignment.server.http_app(path=path)
+            self._apps[path] = assignment.server.http_app(
+                path=path,
+                host_origin_protection="auto",
+                allowed_hosts=[advertised] if advertised else None,
+            )
         self._extra = extra or {}
 
     @contextlib.asynccontextmanager

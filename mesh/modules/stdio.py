@@ -18,6 +18,11 @@ never forwarded (``forward_incoming_headers=False``; stdio carries none anyway),
 subprocess gets the MCP SDK's minimal environment, not the node's (which holds its token).
 A ``tools/list_changed`` from the subprocess drops the provider's cached tool list at once.
 
+A call the subprocess has not answered within ``CALL_DEADLINE_S`` is given up, and the MCP
+client tells the subprocess it is cancelled: the navigator gives up its own request after its
+deadline (30 s by default) without the node seeing it go, so an answer that never comes would
+otherwise hold a call, and a thread of a synchronous server, for good.
+
 This leans on FastMCP internals (a client's ``_session_state``, the stdio transport's
 ``_is_session_dead``, the provider's ``_tools_cache``); fastmcp is pinned, and a test covers each.
 """
@@ -34,13 +39,17 @@ import mcp_types
 from fastmcp import Client, FastMCP
 from fastmcp.client.logging import LogMessage
 from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+from fastmcp.tools import ToolResult
 
 from mesh.errors import ModuleSpecError
 
 __all__ = ["StdioSession", "build_stdio_module"]
 
 INIT_TIMEOUT_S = 30.0  # how long the subprocess may take to answer the MCP handshake
+CALL_DEADLINE_S = 60.0  # how long a call may wait for the subprocess's answer
 
 
 class StdioSession:
@@ -122,9 +131,31 @@ def build_stdio_module(name: str, command: str) -> FastMCP:
         raise ModuleSpecError("the stdio command does not parse (unbalanced quotes?)") from None
     if not argv:
         raise ModuleSpecError("the stdio command is empty")
+    session = StdioSession(name, argv)
     server = FastMCP(name, mask_error_details=True)
-    server.add_provider(StdioProvider(StdioSession(name, argv)))
+    server.add_provider(StdioProvider(session))
+    server.add_middleware(CallDeadline(session, CALL_DEADLINE_S))
     return server
+
+
+class CallDeadline(Middleware):
+    """Give up a call the subprocess has not answered within ``seconds``; cancelling the client's
+    request sends the subprocess ``notifications/cancelled``. Starting the subprocess is not the
+    call's: it has its own bound (``INIT_TIMEOUT_S``) and happens first."""
+
+    def __init__(self, session: StdioSession, seconds: float) -> None:
+        self.session = session
+        self.seconds = seconds
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        await self.session.client()
+        with anyio.move_on_after(self.seconds):
+            return await call_next(context)
+        raise ToolError(f"the wrapped server did not answer within {self.seconds:g} s")
 
 
 async def _drop_log(message: LogMessage) -> None:

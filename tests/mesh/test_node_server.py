@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client, FastMCP
 
+from mesh.agent import tools_list
 from mesh.calltokens import META_KEY, CallTokenVerifier, sign_call_token
 from mesh.digests import arguments_digest
-from mesh.server import CallTokenMiddleware
+from mesh.modules import ModuleSpec
+from mesh.server import Assignment, CallTokenMiddleware, NodeApp
 
 KEY = b"k" * 32
 
@@ -61,6 +64,16 @@ async def test_a_tool_runs_only_with_a_call_token() -> None:
     assert "hunter2" in str(allowed.content)
 
 
+async def test_tools_are_not_listed_to_a_client_but_are_pushed_whole() -> None:
+    """A client reaching a node directly learns nothing of its tools; the node's own push reads
+    them past the middleware."""
+    server = module()
+    async with Client(server) as client:
+        assert await client.list_tools() == []
+    assignment = Assignment(ModuleSpec(module="node", role="files", argument=""), server)
+    assert [tool["name"] for tool in await tools_list(assignment)] == ["read_config"]
+
+
 async def test_resources_and_prompts_are_neither_listed_nor_served() -> None:
     async with Client(module()) as client:
         assert await client.list_resources() == []
@@ -86,3 +99,27 @@ async def test_a_call_before_the_node_has_its_key_is_node_unavailable() -> None:
     assert answer.structured_content is not None
     assert answer.structured_content["error"] == "node_unavailable"
     assert "hunter2" not in answer.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("host", "refused"),
+    [("evil.example", True), ("db1.internal:7701", False), ("127.0.0.1:7701", False)],
+)
+async def test_a_request_naming_another_host_than_the_advertised_one_is_refused(
+    host: str, refused: bool
+) -> None:
+    """A browser led to a node by DNS rebinding names the attacker's host."""
+    server = module()
+    assignment = Assignment(ModuleSpec(module="node", role="files", argument=""), server)
+    app = NodeApp(
+        [assignment],
+        CallTokenVerifier("db1", lambda: KEY),
+        advertise_url="http://db1.internal:7701",
+    )
+    transport = httpx.ASGITransport(app=app, client=("10.0.0.9", 5000))
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://db1.internal:7701") as http,
+    ):
+        answer = await http.post("/mcp/files", headers={"host": host}, json={})
+    assert (answer.status_code == 421) is refused

@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import ToolError
 
 from mesh.errors import ModuleSpecError
 from mesh.modules.stdio import build_stdio_module
@@ -150,3 +151,18 @@ async def test_building_starts_nothing() -> None:
     before = {p.pid for p in psutil.Process(os.getpid()).children()}
     build_stdio_module("echo", COMMAND)
     assert {p.pid for p in psutil.Process(os.getpid()).children()} == before
+
+
+async def test_a_call_the_subprocess_does_not_answer_is_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The navigator gives up after its own deadline without the node seeing it go: a call the
+    subprocess never answers would hold the node's call (and a synchronous server's thread)."""
+    monkeypatch.setattr("mesh.modules.stdio.CALL_DEADLINE_S", 0.5)
+    async with Client(build_stdio_module("echo", COMMAND)) as deadline_client:
+        await count(deadline_client)  # started: the handshake is not the call's to wait for
+        started = time.monotonic()
+        with pytest.raises(ToolError, match=r"did not answer within 0\.5 s"):
+            await deadline_client.call_tool("slow", {"steps": 400})
+        assert time.monotonic() - started < 5
+        assert (await count(deadline_client))["calls"] >= 2  # the session still serves
