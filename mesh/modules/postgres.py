@@ -4,7 +4,8 @@ Every tool runs in a ``READ ONLY`` transaction with a ``statement_timeout`` and 
 so the module writes nothing whatever SQL it is given, and a client-side deadline backs the
 server's timeout up. ``query`` runs the caller's statement through a server-side cursor: rows are
 fetched ``max_rows + 1`` at a time, so a huge result costs neither the server nor this process
-more than the page asked for; as a consequence it takes one SELECT (with WITH, VALUES or TABLE
+more than the page asked for — and at most 1.5 MiB of values, ``truncated`` then set as when
+``max_rows`` stops it; as a consequence it takes one SELECT (with WITH, VALUES or TABLE
 forms), and PostgreSQL itself refuses data-modifying CTEs and anything else there.
 
 Each call opens its own connection, with a connect timeout, and closes it. Agents call seldom
@@ -48,6 +49,14 @@ DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
 MAX_TABLES = 1000
 _CURSOR = "meshnav_query"
+FETCH_ROWS = 50  # rows fetched from the server-side cursor at a time
+# A query's rows stop here: the answer carries them twice (structured and as text), and the
+# navigator passes at most 4 MiB. One row is fetched whole, however long.
+MAX_ANSWER_BYTES = 3 << 19
+_TOO_LONG_ROW = (
+    f"the first row is longer than this module's answer limit of {MAX_ANSWER_BYTES / 2**20:g} MiB;"
+    " select fewer or shorter columns (left, length)"
+)
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -113,7 +122,9 @@ class TableDescription(_Aliased):
 class QueryResult(BaseModel):
     columns: list[str]
     rows: list[list[JsonValue]]
-    truncated: bool = Field(description="True when more rows matched than max_rows.")
+    truncated: bool = Field(
+        description="True when more rows matched than the answer holds: max_rows, or 1.5 MiB."
+    )
 
 
 def build_postgres_module(
@@ -213,13 +224,22 @@ def build_postgres_module(
         async with read_only(database) as conn, conn.cursor(name=_CURSOR) as cursor:
             # The caller's SQL is meant to run: the transaction around it is read-only.
             await cursor.execute(sql, params)
-            rows = await cursor.fetchmany(max_rows + 1)
             columns = [column.name for column in cursor.description or ()]
-        return QueryResult(
-            columns=columns,
-            rows=[[_cell(value) for value in row] for row in rows[:max_rows]],
-            truncated=len(rows) > max_rows,
-        )
+            rows: list[list[JsonValue]] = []
+            budget = MAX_ANSWER_BYTES
+            while len(rows) <= max_rows:
+                fetched = await cursor.fetchmany(min(FETCH_ROWS, max_rows + 1 - len(rows)))
+                if not fetched:
+                    break
+                for row in fetched:
+                    cells = [_cell(value) for value in row]
+                    budget -= sum(map(_cell_bytes, cells))
+                    if len(rows) == max_rows or budget < 0:
+                        if not rows:
+                            raise ToolError(_TOO_LONG_ROW)
+                        return QueryResult(columns=columns, rows=rows, truncated=True)
+                    rows.append(cells)
+        return QueryResult(columns=columns, rows=rows, truncated=False)
 
     for fn, title in (
         (list_databases, "List PostgreSQL databases"),
@@ -232,6 +252,15 @@ def build_postgres_module(
             Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
         )
     return mcp
+
+
+def _cell_bytes(cell: JsonValue) -> int:
+    """About what a cell weighs in the answer."""
+    if isinstance(cell, str):
+        return len(cell)
+    if isinstance(cell, list | dict):
+        return len(str(cell))
+    return 8
 
 
 def _cell(value: Any) -> JsonValue:

@@ -9,9 +9,17 @@ go into each tool's ``database`` enum so that an agent reading ``describe`` sees
 ``mode=ro``, ``PRAGMA query_only`` is on, and an authorizer lets a statement only read (SELECT,
 WITH, EXPLAIN, introspection PRAGMAs). ``execute`` runs one statement in its own transaction with
 ATTACH (and so ``VACUUM INTO``), transaction control and setting PRAGMAs refused. Both run in a
-worker thread under a time limit that a progress handler enforces, so a runaway statement stops
-itself and never blocks the event loop. Errors are worded from SQLite's error code alone: its
-messages quote the SQL, and we never repeat the SQL or its parameters.
+worker thread under a time limit: a timer interrupts the statement at its deadline, so a runaway
+statement stops and never blocks the event loop. SQLite checks for an interrupt between its
+virtual machine's steps, and one step (a function call) can run long on long values —
+``instr`` over two long strings is quadratic — so no value may be longer than ``MAX_VALUE_BYTES``
+(``SQLITE_LIMIT_LENGTH``): that bounds one step's time and memory alike. A step that loops
+without growing a value (``printf`` with a precision of two billion: seconds) still ends late, so
+a read is answered at its deadline and its thread left to finish that step. A query's rows stop at
+``MAX_ANSWER_BYTES`` of values as well as at ``max_rows``, with ``truncated`` set. The
+``fts3_tokenizer`` function is refused: it hands out, and takes, raw pointers. Errors are worded
+from SQLite's error code alone: its messages quote the SQL, and we never repeat the SQL or its
+parameters.
 """
 
 from __future__ import annotations
@@ -20,9 +28,9 @@ import base64
 import inspect
 import math
 import sqlite3
-import time
-from collections.abc import Callable, Sequence
-from contextlib import closing
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -44,7 +52,17 @@ TIME_LIMIT_S = 5.0  # per statement, query and execute alike
 BUSY_TIMEOUT_S = 2.0  # how long a write waits for another writer's lock
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
-PROGRESS_STEPS = 1000  # SQLite VM instructions between two looks at the clock
+MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
+# A query's rows stop here: the answer carries them twice (structured and as text), and the
+# navigator passes at most 4 MiB.
+MAX_ANSWER_BYTES = 3 << 19
+_POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
+LATE_S = 0.5  # how long past its deadline a read's answer may wait for its interrupted step
+_LATE = "the statement ran past its time limit of {time_limit_s:g} s and was stopped"
+_TOO_LONG_ROW = (
+    f"the first row is longer than this module's answer limit of {MAX_ANSWER_BYTES / 2**20:g} MiB;"
+    " select fewer or shorter columns (substr, length)"
+)
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -129,7 +147,9 @@ class Blob(BaseModel):
 class QueryResult(BaseModel):
     columns: list[str]
     rows: list[list[str | int | float | Blob | None]]
-    truncated: bool = Field(description="True when more rows matched than max_rows.")
+    truncated: bool = Field(
+        description="True when more rows matched than the answer holds: max_rows, or 1.5 MiB."
+    )
 
 
 class ExecuteResult(BaseModel):
@@ -142,13 +162,23 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
     databases = _discover(paths)
     mcp = FastMCP("sqlite", mask_error_details=True)
 
-    async def run(database: str, work: Callable[[Path], T]) -> T:
+    async def run(database: str, work: Callable[[Path], T], *, reads: bool = True) -> T:
+        """Run ``work`` in a worker thread. A read is answered at its deadline even when one
+        long step (``printf('%.*c', 2e9, 'a')``) keeps its thread busy past the interrupt: the
+        thread ends with that step, and nothing it does then is anyone's answer. A write is
+        waited for, so that the answer says whether it was committed."""
         if database not in databases:
             raise ToolError("no SQLite database by that name on this machine; see list_databases")
         try:
-            return await anyio.to_thread.run_sync(work, databases[database])
+            if not reads:
+                return await anyio.to_thread.run_sync(work, databases[database])
+            with anyio.move_on_after(time_limit_s + LATE_S):
+                return await anyio.to_thread.run_sync(
+                    work, databases[database], abandon_on_cancel=True
+                )
         except sqlite3.Error as exc:
             raise _tool_error(exc, time_limit_s) from None
+        raise ToolError(_LATE.format(time_limit_s=time_limit_s))
 
     def list_databases() -> DatabaseList:
         """The SQLite databases on this machine, by name; start here to query or describe one."""
@@ -187,7 +217,7 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
     ) -> ExecuteResult:
         """Change a SQLite database of this machine with one statement (INSERT, UPDATE, DELETE,
         CREATE, ALTER, DROP), committed on success and rolled back on any error."""
-        return await run(database, partial(_execute, time_limit_s, sql, params or ()))
+        return await run(database, partial(_execute, time_limit_s, sql, params or ()), reads=False)
 
     for fn, title, hints in (
         (list_databases, "List SQLite databases", READ_ONLY),
@@ -232,16 +262,25 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _connect(path: Path, mode: Literal["ro", "rw"], time_limit_s: float) -> sqlite3.Connection:
+@contextmanager
+def _connect(
+    path: Path, mode: Literal["ro", "rw"], time_limit_s: float
+) -> Iterator[sqlite3.Connection]:
+    """A connection whose statements are interrupted ``time_limit_s`` from now, closed after."""
     uri = f"{path.as_uri()}?mode={mode}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    deadline = time.monotonic() + time_limit_s
-    conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
-    return conn
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    deadline = threading.Timer(time_limit_s, conn.interrupt)
+    deadline.start()
+    try:
+        yield conn
+    finally:
+        deadline.cancel()
+        conn.close()
 
 
 def _read(time_limit_s: float, work: Callable[[sqlite3.Connection], T], path: Path) -> T:
-    with closing(_connect(path, "ro", time_limit_s)) as conn:
+    with _connect(path, "ro", time_limit_s) as conn:
         conn.execute("PRAGMA query_only = ON")
         conn.set_authorizer(_authorize_read)
         return work(conn)
@@ -301,14 +340,31 @@ def _query(
 ) -> tuple[list[str], list[list[Any]], bool]:
     cursor = conn.execute(sql, params)
     columns = [d[0] for d in cursor.description or ()]
-    rows = cursor.fetchmany(max_rows + 1)
-    return columns, [[_cell(v) for v in row] for row in rows[:max_rows]], len(rows) > max_rows
+    rows: list[list[Any]] = []
+    budget = MAX_ANSWER_BYTES
+    for row in cursor:
+        budget -= sum(map(_cell_bytes, row))
+        if len(rows) == max_rows or budget < 0:
+            if not rows:
+                raise ToolError(_TOO_LONG_ROW)
+            return columns, rows, True
+        rows.append([_cell(v) for v in row])
+    return columns, rows, False
+
+
+def _cell_bytes(value: Any) -> int:
+    """About what a value weighs in the answer (a blob is sent as base64)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, bytes):
+        return len(value) * 4 // 3
+    return 8
 
 
 def _execute(
     time_limit_s: float, sql: str, params: Params | tuple[()], path: Path
 ) -> ExecuteResult:
-    with closing(_connect(path, "rw", time_limit_s)) as conn:
+    with _connect(path, "rw", time_limit_s) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.set_authorizer(_authorize_write)
@@ -325,7 +381,7 @@ def _execute(
 
 def _authorize_read(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
     allowed = (
-        action in _READS
+        (action in _READS and not _pointer_function(action, arg2))
         or (action == sqlite3.SQLITE_PRAGMA and _pragma_allowed(arg1, arg2))
         # Asked while SQLite prepares a pragma table such as pragma_table_info(...); the file is
         # open read-only with query_only on, so nothing can be written whatever we answer.
@@ -335,10 +391,16 @@ def _authorize_read(action: int, arg1: str | None, arg2: str | None, *_: str | N
 
 
 def _authorize_write(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
-    refused = action in _NEVER_IN_EXECUTE or (
-        action == sqlite3.SQLITE_PRAGMA and not _pragma_allowed(arg1, arg2)
+    refused = (
+        action in _NEVER_IN_EXECUTE
+        or (action == sqlite3.SQLITE_PRAGMA and not _pragma_allowed(arg1, arg2))
+        or _pointer_function(action, arg2)
     )
     return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+
+
+def _pointer_function(action: int, name: str | None) -> bool:
+    return action == sqlite3.SQLITE_FUNCTION and (name or "").lower() in _POINTER_FUNCTIONS
 
 
 def _pragma_allowed(name: str | None, value: str | None) -> bool:
@@ -363,7 +425,7 @@ def _tool_error(exc: sqlite3.Error, time_limit_s: float) -> ToolError:
         kind = name.removeprefix("SQLITE_CONSTRAINT").lstrip("_").replace("KEY", " KEY")
         text = f"the statement breaks a {kind or 'table'} constraint; nothing was changed"
     elif base == "INTERRUPT":
-        text = f"the statement ran past its time limit of {time_limit_s:g} s and was stopped"
+        text = _LATE.format(time_limit_s=time_limit_s)
     else:
         text = _ERRORS.get(base, f"SQLite refused the statement ({name or 'unknown error'})")
     return ToolError(text)
@@ -371,12 +433,14 @@ def _tool_error(exc: sqlite3.Error, time_limit_s: float) -> ToolError:
 
 _ERRORS = {
     "AUTH": "statement refused: query only reads (SELECT, WITH, EXPLAIN, introspection PRAGMAs);"
-    " execute refuses ATTACH, VACUUM INTO, transaction control and setting PRAGMAs",
+    " execute refuses ATTACH, VACUUM INTO, transaction control, setting PRAGMAs and"
+    " fts3_tokenizer",
     "BUSY": "the database is locked by another writer; try again",
     "LOCKED": "the database is locked by another writer; try again",
     "READONLY": "the database file is read-only to this node",
     "CANTOPEN": "the database file cannot be opened",
     "NOTADB": "the file is not a SQLite database",
     "CORRUPT": "the database file is corrupt",
+    "TOOBIG": f"a value is longer than this module's limit of {MAX_VALUE_BYTES >> 20} MiB",
     "ERROR": "SQLite could not run the statement: check its syntax and the names it uses",
 }

@@ -201,6 +201,16 @@ async def test_rows_stop_at_max_rows(client: Client[Any]) -> None:
     assert time.monotonic() - started < 5  # fetched a page, not fifty million rows
 
 
+async def test_rows_stop_at_the_answers_size_as_well_as_at_max_rows(client: Client[Any]) -> None:
+    """Four rows of 50 MB made a 400 MB answer, and held the node's loop for 14 s."""
+    sql = "SELECT repeat('x', 200000) FROM generate_series(1, 1000)"
+    answer = await ok(client, "query", sql=sql, max_rows=1000)
+    assert answer["truncated"] is True
+    assert 5 <= len(answer["rows"]) <= 8  # 1.5 MiB holds seven rows of 200 kB
+    text = await refused(client, "query", sql=f"SELECT repeat('x', 2000000) AS {MARKER}")
+    assert "first row" in text
+
+
 async def test_max_rows_is_bounded(client: Client[Any]) -> None:
     with pytest.raises(ToolError):
         await client.call_tool("query", {"sql": "SELECT 1", "max_rows": 1001})

@@ -256,6 +256,57 @@ async def test_a_long_query_does_not_block_the_event_loop(client: Client[Any]) -
     assert ticks >= 4  # the 0.5 s query ran while the loop kept ticking
 
 
+async def test_long_steps_stop_at_the_time_limit_too(client: Client[Any]) -> None:
+    """SQLite looks for an interrupt between its steps, and one call of ``instr`` over long
+    strings is quadratic: values are bounded, so a step ends soon, and the deadline's interrupt
+    stops the statement between rows (the progress handler that looked every 1,000 steps
+    missed 20 rows of 1 s each)."""
+    long_step = "instr(printf('%.*c', 300000, 'a'), printf('%.*c', 150000, 'a') || 'b')"
+    rows = " UNION ALL ".join(f"SELECT {n}" for n in range(40))
+    started = time.monotonic()
+    text = await refused(
+        client, "query", database="shop", sql=f"SELECT {long_step} FROM ({rows}) -- {MARKER}"
+    )
+    assert "time limit" in text
+    assert time.monotonic() - started < 5
+
+
+async def test_no_value_is_longer_than_the_module_allows(client: Client[Any]) -> None:
+    """A 400 MB blob took 6 GB of the node's memory and 71 s to send."""
+    text = await refused(client, "query", database="shop", sql=f"SELECT zeroblob(4e8) -- {MARKER}")
+    assert "1 MiB" in text
+    started = time.monotonic()  # printf stops growing its string at the limit, then the clock
+    await refused(client, "query", database="shop", sql="SELECT printf('%.*c', 900000000, 'a')")
+    assert time.monotonic() - started < 5
+
+
+async def test_rows_stop_at_the_answers_size_as_well_as_at_max_rows(client: Client[Any]) -> None:
+    sql = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50)"
+        " SELECT i, zeroblob(200000) FROM n"
+    )
+    answer = await ok(client, "query", database="shop", sql=sql, max_rows=50)
+    assert answer["truncated"] is True
+    assert 4 <= len(answer["rows"]) < 10  # 1.5 MiB of base64 holds 5 rows of 200 kB blobs
+    text = await refused(
+        client,
+        "query",
+        database="shop",
+        sql=f"SELECT zeroblob(900000), zeroblob(900000) -- {MARKER}",
+    )
+    assert "first row" in text
+
+
+async def test_fts3_tokenizer_is_refused_as_it_deals_in_pointers(client: Client[Any]) -> None:
+    """``fts3_tokenizer('simple')`` returns a library address; given a blob, it registers one."""
+    await refused(
+        client, "query", database="shop", sql=f"SELECT fts3_tokenizer('simple') -- {MARKER}"
+    )
+    await refused(
+        client, "execute", database="shop", sql="SELECT fts3_tokenizer('x', X'4141414141414141')"
+    )
+
+
 async def test_execute_writes_and_commits(client: Client[Any], data_dir: Path) -> None:
     answer = await ok(
         client, "execute", database="shop", sql="INSERT INTO customers (name) VALUES (?)",
