@@ -336,7 +336,9 @@ def _grant(
 def grant_allow(
     principal: str,
     target: str,
-    scopes: Annotated[list[str], typer.Option("--scopes")] = [],  # noqa: B006
+    scopes: Annotated[
+        list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
+    ] = [],  # noqa: B006
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
@@ -350,7 +352,9 @@ def grant_allow(
 def grant_deny(
     principal: str,
     target: str,
-    scopes: Annotated[list[str], typer.Option("--scopes")] = [],  # noqa: B006
+    scopes: Annotated[
+        list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
+    ] = [],  # noqa: B006
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
@@ -428,7 +432,13 @@ def register_command(
     ] = None,
     module: Annotated[str | None, typer.Option(help="Module name (defaults to the role).")] = None,
     scopes: Annotated[list[str], typer.Option("--scopes", help="Scopes the module declares.")] = [],  # noqa: B006
-    grant_scope_holders: Annotated[bool, typer.Option("--grant-scope-holders")] = False,
+    grant_scope_holders: Annotated[
+        bool,
+        typer.Option(
+            "--grant-scope-holders",
+            help="Add * rows granting its tools to holders of the scopes it declares.",
+        ),
+    ] = False,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     as_json: JsonOpt = False,
@@ -438,8 +448,8 @@ def register_command(
     from meshnav.client import admin_request
 
     async def work() -> Any:
-        if endpoint is None and tools_file is None:
-            raise CommandError("give --endpoint URL or --tools-file FILE")
+        if (endpoint is None) == (tools_file is None):
+            raise CommandError("give --endpoint URL or --tools-file FILE, not both")
         body: dict[str, Any] = {
             "machine": machine,
             "role": role,
@@ -451,9 +461,14 @@ def register_command(
             body["endpoint"] = endpoint
         if tools_file:
             try:
-                listing = json.loads(tools_file.read_text())
-            except (OSError, ValueError):
-                raise CommandError("the tools file is not readable JSON") from None
+                text = tools_file.read_text()
+            except OSError as error:
+                reason = error.strerror or "it cannot be read"
+                raise CommandError(f"cannot read the tools file: {reason.lower()}") from None
+            try:
+                listing = json.loads(text)
+            except ValueError:
+                raise CommandError("the tools file is not JSON") from None
             if not isinstance(listing, dict) or not isinstance(listing.get("tools"), list):
                 raise CommandError('the tools file must hold {"tools": [...]}')
             body["tools"] = listing["tools"]
@@ -467,7 +482,7 @@ def register_command(
 def retire_command(
     address: str, navigator: NavigatorOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
 ) -> None:
-    """Retire a machine (``db1``), an assignment (``db1/postgres``) or a seat (``mesh/backup``)."""
+    """Retire a machine (db1), an assignment (db1/postgres) or a seat (mesh/backup)."""
     from meshnav.client import admin_request
 
     url = navigator or DEFAULT_NAVIGATOR
@@ -615,5 +630,25 @@ def _setup(
 
 
 def main() -> None:
+    """The ``meshnav`` command. A usage error (an unknown option, a value of the wrong type) is
+    one line on stderr and exit status 2, as every other error is one line (SPEC §13)."""
     os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
-    app()
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as error:
+        # Click's usage errors (Typer vendors Click, so they are known by their shape): the
+        # message and a pointer to --help, never the boxed usage text
+        exit_code = getattr(error, "exit_code", None)
+        if not (hasattr(error, "format_message") and isinstance(exit_code, int)):
+            raise
+        message = error.format_message()  # type: ignore[attr-defined]  # Click's, by shape
+        if type(error).__name__ == "NoArgsIsHelpError":  # no command given: the help, as asked
+            errors.print(message, markup=False, highlight=False)
+        else:
+            context = getattr(error, "ctx", None)
+            hint = f" (see {context.command_path} --help)" if context is not None else ""
+            errors.print(f"meshnav: {message}{hint}", markup=False, highlight=False)
+        sys.exit(exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

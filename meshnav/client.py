@@ -45,7 +45,8 @@ class _Bearer(httpx2.Auth):
 
 def _navigator(url: str, token: str) -> tuple[str, CommandError]:
     """The navigator's base URL, checked, and the error that says it cannot be reached (without
-    any password the URL holds). A token must be given: an empty one is no credential."""
+    any password the URL holds). The MCP endpoint's URL is taken for its base. A token must be
+    given: an empty one is no credential."""
     if not token:
         raise CommandError(f"{CREDENTIAL_FLAG} is missing")
     try:
@@ -62,6 +63,8 @@ def _navigator(url: str, token: str) -> tuple[str, CommandError]:
         raise CommandError(
             "the navigator URL must be http:// or https:// with a host and a port 1-65535"
         )
+    if parsed.path.rstrip("/").endswith("/mcp"):  # the MCP URL the demo prints: its base
+        parsed = parsed.copy_with(path=parsed.path.rstrip("/").removesuffix("/mcp") or "/")
     shown = parsed.copy_with(username=None, password=None)
     return str(parsed).rstrip("/"), CommandError(f"cannot reach the navigator at {shown}")
 

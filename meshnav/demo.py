@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -221,10 +222,22 @@ async def _run(listen: str, host: str, port: int, server_socket: socket.socket, 
             console.print("client configuration:")
             print(_snippet(url, demo_token), flush=True)
             console.print(
-                f"\ntry:  MESHNAV_TOKEN=$(cat {token_file}) meshnav mesh --navigator {url}"
+                f"\ntry:  MESHNAV_TOKEN=$(cat {token_file}) {_command()} mesh --navigator {url}"
             )
             console.print("Ctrl-C to stop.", style="dim")
             try:
                 await anyio.sleep_forever()
             finally:
                 server.should_exit = True
+
+
+def _command() -> str:
+    """How to run ``meshnav`` from here: by name when it is on the PATH, else the script beside
+    this interpreter (``make demo`` runs it from ``.venv/bin``, which is not on the PATH)."""
+    if shutil.which("meshnav"):
+        return "meshnav"
+    script = Path(sys.executable).parent / "meshnav"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)

@@ -56,15 +56,19 @@ async def _seats(client: Any, address: str | None) -> dict[str, Any]:
         arguments["cursor"] = page["nextCursor"]
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _label(entry: dict[str, Any]) -> Text:
     label = Text(entry["address"], style="bold")
     label.append(f"  {entry['kind']}", style="cyan")
     if entry.get("module") and entry["kind"] != "tool":
         label.append(f"  {entry['module']}", style="magenta")
     if "tools" in entry:
-        label.append(f"  {entry['tools']} tools", style="blue")
+        label.append(f"  {_count(entry['tools'], 'tool')}", style="blue")
     if "holderCount" in entry:
-        label.append(f"  on {entry['holderCount']} machines", style="blue")
+        label.append(f"  on {_count(entry['holderCount'], 'machine')}", style="blue")
     if entry.get("status"):
         label.append("  ")
         label.append_text(_status(entry["status"]))

@@ -31,6 +31,10 @@ __all__ = ["ELICIT_ONLY", "NONE", "REQUIRED", "Confirmations", "Elicitor", "need
 NONE = "none"
 REQUIRED = "required"
 ELICIT_ONLY = "elicit-only"
+#: The answer to a confirm token that was spent, expired, or bound to another call.
+_NOT_REDEEMED = (
+    "That confirm token is spent, expired, or for another call: call again with this new one."
+)
 
 
 class Elicitor(Protocol):
@@ -98,9 +102,11 @@ class Confirmations:
             raise ConfirmationRequired(
                 "This tool runs only with a person's answer, and this client cannot ask one."
             )
-        if confirm is not None and self._redeem(confirm, binding):
+        if confirm is None:
+            raise ConfirmationRequired(extra={"confirm": self._issue(binding)})
+        if self._redeem(confirm, binding):
             return
-        raise ConfirmationRequired(extra={"confirm": self._issue(binding)})
+        raise ConfirmationRequired(_NOT_REDEEMED, extra={"confirm": self._issue(binding)})
 
     def _issue(self, binding: str) -> str:
         now = time.monotonic()

@@ -40,6 +40,14 @@ class PrincipalRecord:
     revoked: bool
     created_at: datetime
 
+    def status(self, now: datetime) -> str:
+        """``revoked``, ``expired`` or ``active``: whether its token is taken, and if not why."""
+        if self.revoked:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -47,6 +55,7 @@ class PrincipalRecord:
             "machine": self.machine,
             "expiresAt": self.expires_at.isoformat() if self.expires_at else None,
             "revoked": self.revoked,
+            "status": self.status(utcnow()),
         }
 
 
@@ -279,10 +288,17 @@ class AccessStore:
     def rotate_principal(
         self, name: str, *, token_hash: str, expires_at: datetime | None = None
     ) -> PrincipalRecord:
+        """Replace a principal's token; its expiry stays unless a new one is given. A revoked
+        principal stays revoked (a new one is made instead), and an expired one needs a new
+        expiry: else its new token would be dead on arrival."""
         row = self._principal(name)
+        if row.revoked_at is not None:
+            raise Conflict("The principal is revoked; add a new principal instead.")
+        if expires_at is None and row.expires_at is not None and row.expires_at <= utcnow():
+            raise Conflict("The principal has expired; rotate it with a new expiry.")
         row.token_hash = token_hash
-        row.expires_at = expires_at
-        row.revoked_at = None
+        if expires_at is not None:
+            row.expires_at = expires_at
         return _principal_record(row)
 
     def revoke_principal(self, name: str) -> None:

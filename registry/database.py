@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from registry.errors import Conflict, RegistryUnavailable
@@ -30,7 +30,10 @@ STATEMENT_TIMEOUT_S = 5
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``: SQLite with WAL, foreign keys, a busy timeout; or PostgreSQL."""
+    """An engine for ``url``: SQLite with WAL, foreign keys, a busy timeout; or PostgreSQL.
+    Any other URL is ``RegistryUnavailable`` in words of ours (``BAD_URL``)."""
+    if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+        raise RegistryUnavailable(BAD_URL)
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
@@ -63,6 +66,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+#: Never the URL itself: it may hold a password.
+BAD_URL = "The database URL is not one the registry can use: sqlite:///PATH or postgresql://…"
+
+
 @contextlib.contextmanager
 def translate_errors() -> Iterator[None]:
     """Turn storage exceptions into registry errors whose text we wrote (never the driver's)."""
@@ -70,6 +77,8 @@ def translate_errors() -> Iterator[None]:
         yield
     except IntegrityError as exc:
         raise Conflict("The change conflicts with what the registry holds.") from exc
+    except ArgumentError as exc:  # the URL does not parse
+        raise RegistryUnavailable(BAD_URL) from exc
     except SQLAlchemyError as exc:
         raise RegistryUnavailable() from exc
     except OSError as exc:

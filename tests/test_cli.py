@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from meshnav.cli import app
+from meshnav.cli import app, main
+from meshnav.client import _navigator
 from meshnav.serve import listening_socket
 from registry import HEAD_REVISION
 from tests.harness import free_port
@@ -204,6 +205,23 @@ def test_an_error_stays_on_one_line_however_long(monkeypatch: pytest.MonkeyPatch
             "(--token or MESHNAV_TOKEN) is missing",
             None,
         ),
+        (
+            ["register", "m1", "r", "--endpoint", "http://x/mcp", "--tools-file", "t.json"],
+            "--endpoint URL or --tools-file FILE, not both",
+            None,
+        ),
+        (["register", "m1", "r", "--token", "t"], "--endpoint URL or --tools-file FILE", None),
+        (
+            ["principal", "list", "--database", "mysql://u:secretpw@x/db"],
+            "The database URL is not one the registry can use",
+            "secretpw",
+        ),
+        (["principal", "list", "--database", "notaurl"], "sqlite:///PATH or postgresql://", None),
+        (
+            ["register", "m1", "r", "--tools-file", "/nonexistent/t.json", "--token", "t"],
+            "cannot read the tools file: no such file or directory",
+            None,
+        ),
     ],
 )
 def test_what_reaches_the_navigator_is_checked_first(
@@ -300,3 +318,36 @@ async def test_the_servers_socket_answers_without_waiting_for_delayed_acks() -> 
                 await asyncio.sleep(0.01)
             writer.close()
     assert nodelay == [1]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["grant", "revoke", "abc"], "Invalid value for 'grant_id'"),
+        (["search", "x", "--limit", "0"], "Invalid value for '--limit'"),
+        (["bogus"], "No such command 'bogus'."),
+    ],
+)
+def test_a_usage_error_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    arguments: list[str],
+    said: str,
+) -> None:
+    """Typer draws usage errors as a boxed usage text; SPEC §13 says one line."""
+    monkeypatch.setattr("sys.argv", ["meshnav", *arguments])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"meshnav: {said}") and captured.err.count("\n") == 1
+    assert "--help)" in captured.err
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:7700", "http://127.0.0.1:7700/mcp", "http://127.0.0.1:7700/mcp/"]
+)
+def test_the_mcp_url_the_demo_prints_is_taken_for_the_navigators(url: str) -> None:
+    """It answered HTTP 404 (".../mcp/mcp") with nothing to say why."""
+    assert _navigator(url, "mnv_x")[0] == "http://127.0.0.1:7700"

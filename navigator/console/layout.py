@@ -137,7 +137,7 @@ def document(page: Page, viewer: Caller, *, operator: bool) -> str:
         '<a class="skip" href="#main">Skip to content</a>'
         '<header class="banner">{}{}</header>'
         '<main id="main" tabindex="-1" data-live="/console/events">{}</main>'
-        '<footer class="footer"><p>meshnav console — what you see here is what your grants '
+        '<footer class="footer"><p>meshnav console — the tools shown are the ones your grants '
         "let you call.</p></footer>"
         '<script src="{}" defer></script>'
         "</body></html>"

@@ -21,6 +21,7 @@ from navigator.console.layout import (
 from navigator.console.tables import Cell, breadcrumb, count_cell, facts, table
 from navigator.console.viewpoint import Holding, MachineView, MeshView
 from registry import GrantRecord, PrincipalRecord
+from registry.models import utcnow
 
 __all__ = ["grants_page", "machine_page", "mesh_page"]
 
@@ -154,6 +155,7 @@ def machine_page(machine: MachineView) -> Page:
 def grants_page(
     principals: Sequence[PrincipalRecord], grants: Sequence[GrantRecord], principal: str | None
 ) -> Page:
+    now = utcnow()
     people = [
         (
             Markup('<a href="/console/grants?{}">{}</a>').format(
@@ -162,7 +164,7 @@ def grants_page(
             ", ".join(p.scopes) or "—",
             p.machine or "—",
             p.expires_at.isoformat(timespec="seconds") if p.expires_at else "never",
-            "revoked" if p.revoked else "active",
+            p.status(now),
         )
         for p in principals
     ]

@@ -58,12 +58,15 @@ async def test_destructive_tool_needs_the_one_time_confirm_token(mesh: MeshHarne
             )
         )
         assert other["error"] == "confirmation_required", "a token is bound to the arguments"
+        assert "spent, expired, or for another call" in other["message"]
+        assert "spent" not in first["message"]  # no token given: nothing was refused
         done = await client.call_tool_mcp("call", {**call, "confirm": first["confirm"]})
         assert not done.is_error, done
         again = tool_result(
             await client.call_tool_mcp("call", {**call, "confirm": first["confirm"]})
         )
         assert again["error"] == "confirmation_required", "a token is good once"
+        assert "spent, expired, or for another call" in again["message"]
         assert await _count(client, name) == 1
 
 

@@ -23,11 +23,12 @@ from starlette.applications import Starlette
 from navigator.app import build_app
 from navigator.auth import hash_token, mint_token
 from navigator.console import is_console_path
+from navigator.console.render import grants_page
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, RegistryUnavailable
+from registry import AccessStore, PrincipalRecord, RegistryUnavailable
 from registry.models import Machine
 
 HOSTILE = '<script>alert("x")</script>'
@@ -354,6 +355,30 @@ async def test_grants_page_needs_mesh_admin(tmp_path: Path) -> None:
     assert "<code>db1/*/*</code>" in shown.text
     assert "<code>*/*/*</code>" in shown.text
     assert "<code>db1/*/*</code>" not in main_of(filtered.text).split("Grant rows")[1]
+
+
+def test_the_grants_page_says_which_principals_have_expired() -> None:
+    """An expired principal's token is refused; the page called it active."""
+    made = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def principal(name: str, expires: datetime | None, revoked: bool = False) -> PrincipalRecord:
+        return PrincipalRecord(name, ("mesh:call",), None, expires, revoked, made)
+
+    page = grants_page(
+        [
+            principal("dave", datetime(2026, 2, 1, tzinfo=UTC)),
+            principal("erin", None),
+            principal("fay", None, revoked=True),
+        ],
+        [],
+        None,
+    )
+    cells = re.findall(r"<td[^>]*>([a-z]+)</td>", str(page.main))
+    assert [c for c in cells if c in ("active", "expired", "revoked")] == [
+        "expired",
+        "active",
+        "revoked",
+    ]
 
 
 async def test_search_answers_as_the_walker_tool(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 
@@ -16,6 +17,7 @@ from registry import (
     migrate,
     read_token_holder,
 )
+from registry.models import utcnow
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -209,6 +211,29 @@ def test_principals_keep_only_a_hash_and_rotate(registry: Registry) -> None:
         assert store.principal_by_token("3" * 64) is not None
         store.revoke_principal("alice")
         assert store.principal_by_token("3" * 64) is None
+
+
+def test_rotating_keeps_the_expiry_and_never_brings_back_a_revoked_principal(
+    registry: Registry,
+) -> None:
+    """Rotation brought a revoked principal back to life, and dropped its expiry."""
+    later = utcnow() + timedelta(days=30)
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("gina", scopes=["mesh:call"], token_hash="1" * 64, expires_at=later)
+        assert store.rotate_principal("gina", token_hash="2" * 64).expires_at == later
+        sooner = utcnow() + timedelta(days=1)
+        assert store.rotate_principal("gina", token_hash="3" * 64, expires_at=sooner).expires_at
+        store.add_principal(
+            "old", scopes=[], token_hash="4" * 64, expires_at=utcnow() - timedelta(days=1)
+        )
+        with pytest.raises(Conflict):  # its new token would be dead on arrival
+            store.rotate_principal("old", token_hash="5" * 64)
+        store.rotate_principal("old", token_hash="5" * 64, expires_at=later)
+        store.revoke_principal("gina")
+        with pytest.raises(Conflict):
+            store.rotate_principal("gina", token_hash="6" * 64)
+        assert store.principal_by_token("6" * 64) is None
 
 
 def test_a_node_principal_is_bound_to_its_first_machine(registry: Registry) -> None:
