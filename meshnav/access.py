@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from meshnav.client import admin_request
+from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
 from navigator.addresses import parse_pattern
 from navigator.api.admin import (
@@ -21,7 +21,7 @@ from navigator.api.admin import (
 )
 from navigator.api.base import Body, parse_body
 from navigator.auth import hash_token, mint_token
-from navigator.errors import InvalidAddress, NavigatorError, from_registry
+from navigator.errors import InvalidAddress, NavigatorError, error_body, from_registry
 from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
 
 T = TypeVar("T")
@@ -150,7 +150,8 @@ class Access:
 
 
 def _command_error(error: NavigatorError) -> CommandError:
-    return CommandError(f"{error.code}: {error.message}")
+    body = error_body(error)
+    return CommandError(error_line(body), body)
 
 
 def _fields(model: type[B], body: dict[str, Any], check: Callable[[B], B] | None = None) -> B:

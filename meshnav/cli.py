@@ -61,12 +61,17 @@ DEFAULT_DATABASE = "sqlite:///./meshnav.db"
 DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
 
 
-def run(work: Awaitable[T]) -> T:
-    """Run a command's work; a ``CommandError`` is one line on stderr and exit status 1."""
+def run(work: Awaitable[T], as_json: bool = False) -> T:
+    """Run a command's work; a ``CommandError`` is one line on stderr and exit status 1: with
+    ``as_json``, the navigator's §9 error body as JSON when it answered one (a confirm token is
+    then a field to read, not a line to scrape)."""
     try:
         return asyncio.run(work)  # type: ignore[arg-type]
     except CommandError as error:
-        errors.print(f"meshnav: {error}", markup=False, highlight=False)
+        if as_json and error.body is not None:
+            sys.stderr.write(json.dumps(error.body, ensure_ascii=False) + "\n")
+        else:
+            errors.print(f"meshnav: {error}", markup=False, highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -258,7 +263,9 @@ def principal_add(
 ) -> None:
     """Add a principal; its token is printed once and only its hash is kept."""
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
-    made = run(_access(navigator, token, database).add_principal(name, scopes, machine, expires))
+    made = run(
+        _access(navigator, token, database).add_principal(name, scopes, machine, expires), as_json
+    )
     if as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
@@ -274,7 +281,7 @@ def principal_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List principals (never their tokens)."""
-    emit(run(_access(navigator, token, database).list_principals()), as_json)
+    emit(run(_access(navigator, token, database).list_principals(), as_json), as_json)
 
 
 @principal_app.command("rotate")
@@ -287,7 +294,7 @@ def principal_rotate(
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a principal's token; the old one stops working at once."""
-    made = run(_access(navigator, token, database).rotate_principal(name, expires))
+    made = run(_access(navigator, token, database).rotate_principal(name, expires), as_json)
     if as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
@@ -303,7 +310,7 @@ def principal_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Revoke a principal: its token stops working."""
-    run(_access(navigator, token, database).revoke_principal(name))
+    run(_access(navigator, token, database).revoke_principal(name), as_json)
     if as_json:
         emit({"principal": name, "revoked": True}, True)
     else:
@@ -321,7 +328,7 @@ def _grant(
     as_json: bool,
 ) -> None:
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
-    row = run(_access(navigator, token, database).grant(effect, principal, target, scopes))
+    row = run(_access(navigator, token, database).grant(effect, principal, target, scopes), as_json)
     if as_json:
         emit(row, True)
     else:
@@ -372,7 +379,7 @@ def grant_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List grant rows."""
-    rows = run(_access(navigator, token, database).list_grants())
+    rows = run(_access(navigator, token, database).list_grants(), as_json)
     if as_json:
         emit(rows, True)
         return
@@ -390,7 +397,7 @@ def grant_revoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove a grant row."""
-    run(_access(navigator, token, database).revoke_grant(grant_id))
+    run(_access(navigator, token, database).revoke_grant(grant_id), as_json)
     if as_json:
         emit({"grant": grant_id, "revoked": True}, True)
     else:
@@ -407,7 +414,7 @@ def grant_check(
     as_json: JsonOpt = False,
 ) -> None:
     """Explain which grant row decides whether PRINCIPAL may call ADDRESS."""
-    verdict = run(_access(navigator, token, database).check(principal, address))
+    verdict = run(_access(navigator, token, database).check(principal, address), as_json)
     if as_json:
         emit(verdict, True)
     else:
@@ -475,7 +482,7 @@ def register_command(
         url = navigator or DEFAULT_NAVIGATOR
         return await admin_request(url, _need(token, CREDENTIAL_FLAG), "POST", "/assignments", body)
 
-    emit(run(work()), as_json)
+    emit(run(work(), as_json), as_json)
 
 
 @app.command("retire")
@@ -492,7 +499,7 @@ def retire_command(
             url, _need(token, CREDENTIAL_FLAG), "POST", "/retire", {"address": address}
         )
 
-    body = run(work())
+    body = run(work(), as_json)
     if as_json:
         emit(body, True)
     else:
@@ -502,7 +509,13 @@ def retire_command(
 # --- an agent's view -----------------------------------------------------------------------
 
 
-def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: str | None) -> Any:
+def _walker(
+    tool: str,
+    arguments: dict[str, Any],
+    navigator: str | None,
+    token: str | None,
+    as_json: bool = False,
+) -> Any:
     from meshnav.client import walker_call
 
     url = navigator or DEFAULT_NAVIGATOR
@@ -510,7 +523,7 @@ def _walker(tool: str, arguments: dict[str, Any], navigator: str | None, token: 
     async def work() -> Any:
         return await walker_call(url, _need(token, CREDENTIAL_FLAG), tool, arguments)
 
-    return run(work())
+    return run(work(), as_json)
 
 
 @app.command("mesh")
@@ -528,7 +541,7 @@ def mesh_command(
     async def work() -> Any:
         return await mesh_tree(url, _need(token, CREDENTIAL_FLAG), address)
 
-    tree = run(work())
+    tree = run(work(), as_json)
     if as_json:
         emit(tree.data, True)
     else:
@@ -548,7 +561,7 @@ def search_command(
     arguments: dict[str, Any] = {"query": query, "limit": limit}
     if within:
         arguments["within"] = within
-    found = _walker("search", arguments, navigator, token)
+    found = _walker("search", arguments, navigator, token, as_json)
     if as_json:
         emit(found, True)
         return
@@ -562,7 +575,7 @@ def describe_command(
     address: str, navigator: NavigatorOpt = None, token: TokenOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Show one tool's full contract."""
-    contract = _walker("describe", {"address": address}, navigator, token)
+    contract = _walker("describe", {"address": address}, navigator, token, as_json)
     if as_json:
         emit(contract, True)
         return
@@ -593,7 +606,7 @@ def call_command(
     arguments: dict[str, Any] = {"address": address, "args": parsed}
     if confirm:
         arguments["confirm"] = confirm
-    result = _walker("call", arguments, navigator, token)
+    result = _walker("call", arguments, navigator, token, as_json)
     if as_json or not result.get("content"):
         emit(result, True)
         return

@@ -96,7 +96,7 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     structured = result.structured_content
     if result.is_error:
         if isinstance(structured, dict) and "error" in structured:
-            raise CommandError(error_line(structured))
+            raise CommandError(error_line(structured), structured)
         text = " ".join(getattr(block, "text", "") for block in result.content)
         raise CommandError(f"the tool answered with an error: {text[:500]}")
     if tool == "call":
@@ -118,10 +118,15 @@ def error_line(body: dict[str, Any]) -> str:
 
 
 def _http_message(response: httpx.Response | httpx2.Response) -> str:
+    return str(_http_error(response))
+
+
+def _http_error(response: httpx.Response | httpx2.Response) -> CommandError:
     try:
-        return error_line(response.json())
+        body = response.json()
+        return CommandError(error_line(body), body)
     except (ValueError, KeyError, TypeError):
-        return f"the navigator answered HTTP {response.status_code}"
+        return CommandError(f"the navigator answered HTTP {response.status_code}")
 
 
 async def admin_request(
@@ -146,5 +151,5 @@ async def admin_request(
         except httpx.HTTPError:
             raise unreachable from None
     if response.status_code >= 400:
-        raise CommandError(_http_message(response))
+        raise _http_error(response)
     return json.loads(response.content or b"null")

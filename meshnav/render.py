@@ -45,7 +45,7 @@ async def _seats(client: Any, address: str | None) -> dict[str, Any]:
         result = await client.call_tool_mcp("seats", arguments)
         page = result.structured_content or {}
         if result.is_error:
-            raise CommandError(error_line(page))
+            raise CommandError(error_line(page), page)
         if listing is None:
             listing = page
         else:

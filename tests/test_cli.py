@@ -31,7 +31,7 @@ def invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     def run(*arguments: str, code: int = 0) -> Any:
         result = runner.invoke(app, [*arguments, "--database", database])
         assert result.exit_code == code, result.output
-        return json.loads(result.stdout) if "--json" in arguments else result
+        return json.loads(result.stdout) if "--json" in arguments and code == 0 else result
 
     assert run("migrate", "--json") == {"revision": HEAD_REVISION}
     return run
@@ -351,3 +351,13 @@ def test_a_usage_error_is_one_line_too(
 def test_the_mcp_url_the_demo_prints_is_taken_for_the_navigators(url: str) -> None:
     """It answered HTTP 404 (".../mcp/mcp") with nothing to say why."""
     assert _navigator(url, "mnv_x")[0] == "http://127.0.0.1:7700"
+
+
+def test_with_json_an_error_is_its_body_as_json(invoke: Any) -> None:
+    """A script reads the code (and a confirm token) as a field, not from a line of prose."""
+    result = invoke("principal", "revoke", "nobody", "--json", code=1)
+    assert result.stdout == ""
+    body = json.loads(result.stderr)
+    assert (body["error"], body["status"]) == ("not_found", 404)
+    plain = invoke("principal", "revoke", "nobody", code=1)
+    assert plain.stderr.startswith("meshnav: not_found: ")

@@ -199,6 +199,24 @@ def test_invalid_arguments_say_where(mesh: MeshHarness) -> None:
     assert "nope" not in result.stderr
 
 
+def test_with_json_a_confirmation_is_a_body_to_read(mesh: MeshHarness) -> None:
+    """The confirm token was at the end of a line of prose on stderr, stdout empty."""
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    arguments = json.dumps(
+        {"database": "inventory", "sql": "UPDATE products SET name = name WHERE 0"}
+    )
+    asked = meshnav(
+        mesh, token, "call", "db1/sqlite/execute", "--args", arguments, "--json", code=1
+    )
+    body = json.loads(asked.stderr)
+    assert body["error"] == "confirmation_required"
+    done = meshnav(
+        mesh, token, "call", "db1/sqlite/execute", "--args", arguments, "--confirm",
+        body["confirm"], "--json",
+    )  # fmt: skip
+    assert json.loads(done.stdout)
+
+
 def test_the_admin_api_answers_unknown_paths_and_methods_with_the_error_body(
     mesh: MeshHarness, admin: str
 ) -> None:
