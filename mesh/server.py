@@ -137,7 +137,9 @@ class NodeApp:
         self._apps: dict[str, Starlette] = {}
         advertised = urlsplit(advertise_url).hostname if advertise_url else None
         for assignment in assignments:
-            assignment.server.add_middleware(CallTokenMiddleware(verifier, assignment.role))
+            # first, so outermost: nothing a module adds (a stdio server's deadline, which
+            # starts its subprocess) runs for a call without a token
+            assignment.server.middleware.insert(0, CallTokenMiddleware(verifier, assignment.role))
             path = f"/mcp/{assignment.role}"
             self._apps[path] = assignment.server.http_app(
                 path=path,

@@ -455,7 +455,9 @@ def register_command(
     from meshnav.client import admin_request
 
     async def work() -> Any:
-        if (endpoint is None) == (tools_file is None):
+        if endpoint is None and tools_file is None:
+            raise CommandError("give --endpoint URL or --tools-file FILE")
+        if endpoint is not None and tools_file is not None:
             raise CommandError("give --endpoint URL or --tools-file FILE, not both")
         body: dict[str, Any] = {
             "machine": machine,
@@ -468,7 +470,7 @@ def register_command(
             body["endpoint"] = endpoint
         if tools_file:
             try:
-                text = tools_file.read_text()
+                text = tools_file.read_bytes()  # json reads UTF-8, -16 and -32; else not JSON
             except OSError as error:
                 reason = error.strerror or "it cannot be read"
                 raise CommandError(f"cannot read the tools file: {reason.lower()}") from None

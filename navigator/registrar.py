@@ -22,7 +22,7 @@ from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
 from navigator.nodes import NodeConnections
 from registry import AccessStore, CatalogStore, Conflict, NewTool, Registry, SeatTaken
 
-__all__ = ["AssignmentSpec", "Registrar", "RegistrationResult"]
+__all__ = ["AssignmentSpec", "Registrar", "RegistrationResult", "is_node_endpoint"]
 
 logger = logging.getLogger("meshnav.navigator.registrar")
 
@@ -142,7 +142,7 @@ class Registrar:
                     if (
                         existing.role not in served
                         and not existing.retired
-                        and _is_node_endpoint(existing.endpoint, advertise_url)
+                        and is_node_endpoint(existing.endpoint, advertise_url)
                     ):
                         store.retire_assignment(machine, existing.role)
                 return key
@@ -230,8 +230,13 @@ class Registrar:
         await self._changed()  # the seat's previous machine and its new one, both logged
 
 
-def _is_node_endpoint(endpoint: str | None, advertise_url: str) -> bool:
-    return endpoint is not None and endpoint.startswith(advertise_url.rstrip("/") + "/")
+def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:
+    """Whether ``endpoint`` is served by the node that advertises ``advertise_url``."""
+    return (
+        advertise_url is not None
+        and endpoint is not None
+        and endpoint.startswith(advertise_url.rstrip("/") + "/")
+    )
 
 
 def _bind(store: AccessStore, principal: str, machine: str) -> None:

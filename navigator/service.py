@@ -37,7 +37,13 @@ from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
 from navigator.search import Hit
-from navigator.validation import NOT_UNICODE, CompiledSchema, SchemaCache, is_unicode_text
+from navigator.validation import (
+    NOT_UNICODE,
+    CompiledSchema,
+    SchemaCache,
+    compile_schema_uncached,
+    is_unicode_text,
+)
 from navigator.walk import walk
 from registry import AccessStore, CatalogStore, Registry
 
@@ -79,6 +85,7 @@ class Navigator:
         self.cursors = CursorSigner(cursor_ttl_s)
         self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
         self._schemas: SchemaCache[str] = SchemaCache(SCHEMA_CACHE_WEIGHT)
+        self._compiling: dict[str, anyio.Event] = {}
 
     # --- grants ----------------------------------------------------------------------------
 
@@ -239,15 +246,24 @@ class Navigator:
 
     # --- call ------------------------------------------------------------------------------
 
-    async def _schema(self, tool: CatalogTool) -> CompiledSchema:
-        """The tool's compiled input schema; compiled off the event loop the first time (a
-        schema at the bounds takes a fraction of a second), then held by contract digest."""
-        compiled = self._schemas.lookup(tool.contract_digest)
-        if compiled is None:
-            compiled = await anyio.to_thread.run_sync(
-                self._schemas.get, tool.contract_digest, lambda: tool.input_schema
+    async def _compile(self, tool: CatalogTool) -> CompiledSchema:
+        """The tool's input schema compiled off the event loop (a schema at the bounds takes a
+        fraction of a second) and held by contract digest; concurrent calls of a new contract
+        wait for one compile."""
+        digest = tool.contract_digest
+        while (pending := self._compiling.get(digest)) is not None:
+            await pending.wait()
+            held = self._schemas.lookup(digest)
+            if held is not None:
+                return held
+        self._compiling[digest] = done = anyio.Event()
+        try:
+            return await anyio.to_thread.run_sync(
+                self._schemas.get, digest, lambda: compile_schema_uncached(tool.input_schema)
             )
-        return compiled
+        finally:
+            del self._compiling[digest]
+            done.set()
 
     async def call(
         self,
@@ -269,7 +285,8 @@ class Navigator:
         arguments = dict(arguments)
         if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-        (await self._schema(tool)).validate(arguments)
+        compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
+        compiled.validate(arguments)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things

@@ -31,6 +31,15 @@ __all__ = [
 ]
 
 
+def principal_status(revoked: bool, expires_at: datetime | None, now: datetime) -> str:
+    """``revoked``, ``expired`` or ``active``: a principal's token is taken only when active."""
+    if revoked:
+        return "revoked"
+    if expires_at is not None and expires_at <= now:
+        return "expired"
+    return "active"
+
+
 @dataclass(frozen=True, slots=True)
 class PrincipalRecord:
     name: str
@@ -42,11 +51,7 @@ class PrincipalRecord:
 
     def status(self, now: datetime) -> str:
         """``revoked``, ``expired`` or ``active``: whether its token is taken, and if not why."""
-        if self.revoked:
-            return "revoked"
-        if self.expires_at is not None and self.expires_at <= now:
-            return "expired"
-        return "active"
+        return principal_status(self.revoked, self.expires_at, now)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -101,7 +106,7 @@ class TokenHolder:
     grants: GrantSnapshot | None
 
     def is_active(self, now: datetime) -> bool:
-        return not self.revoked and (self.expires_at is None or self.expires_at > now)
+        return principal_status(self.revoked, self.expires_at, now) == "active"
 
 
 def _principal_record(row: Principal) -> PrincipalRecord:
@@ -292,9 +297,10 @@ class AccessStore:
         principal stays revoked (a new one is made instead), and an expired one needs a new
         expiry: else its new token would be dead on arrival."""
         row = self._principal(name)
-        if row.revoked_at is not None:
+        status = principal_status(row.revoked_at is not None, row.expires_at, utcnow())
+        if status == "revoked":
             raise Conflict("The principal is revoked; add a new principal instead.")
-        if expires_at is None and row.expires_at is not None and row.expires_at <= utcnow():
+        if status == "expired" and expires_at is None:
             raise Conflict("The principal has expired; rotate it with a new expiry.")
         row.token_hash = token_hash
         if expires_at is not None:

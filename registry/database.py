@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy import create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,7 +32,11 @@ STATEMENT_TIMEOUT_S = 5
 def make_engine(url: str) -> Engine:
     """An engine for ``url``: SQLite with WAL, foreign keys, a busy timeout; or PostgreSQL.
     Any other URL is ``RegistryUnavailable`` in words of ours (``BAD_URL``)."""
-    if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):  # a URL that does not parse; a port that is no number
+        raise RegistryUnavailable(BAD_URL) from None
+    if parsed.drivername not in ("sqlite", "postgresql", "postgresql+psycopg"):
         raise RegistryUnavailable(BAD_URL)
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
@@ -77,8 +81,6 @@ def translate_errors() -> Iterator[None]:
         yield
     except IntegrityError as exc:
         raise Conflict("The change conflicts with what the registry holds.") from exc
-    except ArgumentError as exc:  # the URL does not parse
-        raise RegistryUnavailable(BAD_URL) from exc
     except SQLAlchemyError as exc:
         raise RegistryUnavailable() from exc
     except OSError as exc:

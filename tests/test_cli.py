@@ -210,13 +210,23 @@ def test_an_error_stays_on_one_line_however_long(monkeypatch: pytest.MonkeyPatch
             "--endpoint URL or --tools-file FILE, not both",
             None,
         ),
-        (["register", "m1", "r", "--token", "t"], "--endpoint URL or --tools-file FILE", None),
+        (["register", "m1", "r", "--token", "t"], "--endpoint URL or --tools-file FILE\n", None),
+        (
+            ["register", "m1", "r", "--tools-file", "/bin/sh", "--token", "t"],
+            "the tools file is not JSON",
+            None,
+        ),
         (
             ["principal", "list", "--database", "mysql://u:secretpw@x/db"],
             "The database URL is not one the registry can use",
             "secretpw",
         ),
         (["principal", "list", "--database", "notaurl"], "sqlite:///PATH or postgresql://", None),
+        (
+            ["principal", "list", "--database", "postgresql://u:secretpw@h:abc/db"],
+            "sqlite:///PATH or postgresql://",
+            "secretpw",
+        ),
         (
             ["register", "m1", "r", "--tools-file", "/nonexistent/t.json", "--token", "t"],
             "cannot read the tools file: no such file or directory",

@@ -39,7 +39,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import Column
+from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget
 
 __all__ = ["build_postgres_module"]
 
@@ -50,13 +50,6 @@ MAX_ROWS = 1000
 MAX_TABLES = 1000
 _CURSOR = "meshnav_query"
 FETCH_ROWS = 50  # rows fetched from the server-side cursor at a time
-# A query's rows stop here: the answer carries them twice (structured and as text), and the
-# navigator passes at most 4 MiB. One row is fetched whole, however long.
-MAX_ANSWER_BYTES = 3 << 19
-_TOO_LONG_ROW = (
-    f"the first row is longer than this module's answer limit of {MAX_ANSWER_BYTES / 2**20:g} MiB;"
-    " select fewer or shorter columns (left, length)"
-)
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -226,17 +219,18 @@ def build_postgres_module(
             await cursor.execute(sql, params)
             columns = [column.name for column in cursor.description or ()]
             rows: list[list[JsonValue]] = []
-            budget = MAX_ANSWER_BYTES
+            budget = RowBudget()
             while len(rows) <= max_rows:
                 fetched = await cursor.fetchmany(min(FETCH_ROWS, max_rows + 1 - len(rows)))
                 if not fetched:
                     break
                 for row in fetched:
+                    if len(rows) == max_rows:
+                        return QueryResult(columns=columns, rows=rows, truncated=True)
                     cells = [_cell(value) for value in row]
-                    budget -= sum(map(_cell_bytes, cells))
-                    if len(rows) == max_rows or budget < 0:
+                    if not budget.admits(cells):
                         if not rows:
-                            raise ToolError(_TOO_LONG_ROW)
+                            raise ToolError(TOO_LONG_ROW)
                         return QueryResult(columns=columns, rows=rows, truncated=True)
                     rows.append(cells)
         return QueryResult(columns=columns, rows=rows, truncated=False)
@@ -252,15 +246,6 @@ def build_postgres_module(
             Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
         )
     return mcp
-
-
-def _cell_bytes(cell: JsonValue) -> int:
-    """About what a cell weighs in the answer."""
-    if isinstance(cell, str):
-        return len(cell)
-    if isinstance(cell, list | dict):
-        return len(str(cell))
-    return 8
 
 
 def _cell(value: Any) -> JsonValue:

@@ -43,7 +43,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import Column
+from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget
 
 __all__ = ["build_sqlite_module"]
 
@@ -53,16 +53,12 @@ BUSY_TIMEOUT_S = 2.0  # how long a write waits for another writer's lock
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
 MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
-# A query's rows stop here: the answer carries them twice (structured and as text), and the
-# navigator passes at most 4 MiB.
-MAX_ANSWER_BYTES = 3 << 19
 _POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
+MAX_READERS = 8  # reads running at once on this node, abandoned ones included
+_READERS = threading.BoundedSemaphore(MAX_READERS)
+_BUSY = "this machine's SQLite reads are all busy; try again shortly"
 LATE_S = 0.5  # how long past its deadline a read's answer may wait for its interrupted step
 _LATE = "the statement ran past its time limit of {time_limit_s:g} s and was stopped"
-_TOO_LONG_ROW = (
-    f"the first row is longer than this module's answer limit of {MAX_ANSWER_BYTES / 2**20:g} MiB;"
-    " select fewer or shorter columns (substr, length)"
-)
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -270,20 +266,37 @@ def _connect(
     uri = f"{path.as_uri()}?mode={mode}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-    deadline = threading.Timer(time_limit_s, conn.interrupt)
+    open_ = threading.Lock()  # held by the interrupt, so that it never meets a closed connection
+
+    def interrupt() -> None:
+        with open_:
+            if not closed:
+                conn.interrupt()
+
+    closed = False
+    deadline = threading.Timer(time_limit_s, interrupt)
     deadline.start()
     try:
         yield conn
     finally:
         deadline.cancel()
-        conn.close()
+        with open_:
+            closed = True
+            conn.close()
 
 
 def _read(time_limit_s: float, work: Callable[[sqlite3.Connection], T], path: Path) -> T:
-    with _connect(path, "ro", time_limit_s) as conn:
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(_authorize_read)
-        return work(conn)
+    """``work`` on a read-only connection, as one of at most ``MAX_READERS`` at a time: a read
+    answered at its deadline leaves its thread to finish a long step, outside anyio's count."""
+    if not _READERS.acquire(timeout=time_limit_s):
+        raise ToolError(_BUSY)
+    try:
+        with _connect(path, "ro", time_limit_s) as conn:
+            conn.execute("PRAGMA query_only = ON")
+            conn.set_authorizer(_authorize_read)
+            return work(conn)
+    finally:
+        _READERS.release()
 
 
 def _list_tables(conn: sqlite3.Connection) -> list[tuple[str, Literal["table", "view"]]]:
@@ -341,24 +354,17 @@ def _query(
     cursor = conn.execute(sql, params)
     columns = [d[0] for d in cursor.description or ()]
     rows: list[list[Any]] = []
-    budget = MAX_ANSWER_BYTES
+    budget = RowBudget()
     for row in cursor:
-        budget -= sum(map(_cell_bytes, row))
-        if len(rows) == max_rows or budget < 0:
-            if not rows:
-                raise ToolError(_TOO_LONG_ROW)
+        if len(rows) == max_rows:
             return columns, rows, True
-        rows.append([_cell(v) for v in row])
+        cells = [_cell(v) for v in row]
+        if not budget.admits(cells):
+            if not rows:
+                raise ToolError(TOO_LONG_ROW)
+            return columns, rows, True
+        rows.append(cells)
     return columns, rows, False
-
-
-def _cell_bytes(value: Any) -> int:
-    """About what a value weighs in the answer (a blob is sent as base64)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, bytes):
-        return len(value) * 4 // 3
-    return 8
 
 
 def _execute(

@@ -17,10 +17,10 @@ from starlette.requests import Request
 from navigator.addresses import MESH, is_machine_name, is_name, parse_address, parse_pattern
 from navigator.api.base import Body, read_body, require_scope
 from navigator.auth import ADMIN_SCOPE, hash_token, mint_token
-from navigator.errors import InvalidAddress, InvalidArguments, NotFound
+from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
 from navigator.grants import Caller, explain
 from navigator.limits import LIMITS
-from navigator.registrar import AssignmentSpec
+from navigator.registrar import AssignmentSpec, is_node_endpoint
 from navigator.services import services
 from navigator.upstream import pull_tools
 from navigator.views import mesh_view
@@ -180,9 +180,17 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     machine, role = request.path_params["machine"], request.path_params["role"]
     found = services(request)
-    record = await found.transact(lambda session: CatalogStore(session).assignment(machine, role))
+    record, advertised = await found.transact(
+        lambda session: (
+            CatalogStore(session).assignment(machine, role),
+            CatalogStore(session).machine(machine).advertise_url,
+        )
+    )
     if record.endpoint is None:
         raise InvalidArguments("This assignment has no endpoint to pull from.")
+    if is_node_endpoint(record.endpoint, advertised):
+        # a node lists its tools to no client (ADR 0004): a pull would read none, and remove all
+        raise Conflict("A node pushes its own tools, and again whenever they change.")
     spec = AssignmentSpec(
         role=role,
         module=record.module,

@@ -22,6 +22,7 @@ from navigator.validation.validator import (
     Verdict,
     check_schema,
     compile_schema,
+    compile_schema_uncached,
     validate,
     verdict,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Verdict",
     "check_schema",
     "compile_schema",
+    "compile_schema_uncached",
     "is_unicode_text",
     "validate",
     "verdict",

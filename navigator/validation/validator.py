@@ -20,6 +20,7 @@ equality), ``validation_limits`` (the bounds).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -40,6 +41,7 @@ __all__ = [
     "Verdict",
     "check_schema",
     "compile_schema",
+    "compile_schema_uncached",
     "validate",
     "verdict",
 ]
@@ -148,21 +150,23 @@ class SchemaCache(Generic[K]):
 
     def lookup(self, key: K) -> CompiledSchema | None:
         """The compiled schema held under ``key``, or None; raises ``ToolValidationUnavailable``,
-        the same each time, for a schema that was refused."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
+        the same each time, for a schema that was refused. Takes no lock: a read and a move of
+        one key are each atomic, and a key evicted in between is simply not moved."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        with contextlib.suppress(KeyError):
+            self._entries.move_to_end(key)
         if isinstance(entry, ToolValidationUnavailable):
             raise ToolValidationUnavailable(entry.message)
         return entry
 
-    def get(self, key: K, schema: Callable[[], Any]) -> CompiledSchema:
-        """``lookup``, compiling ``schema()`` when nothing is held under ``key``."""
+    def get(self, key: K, compile: Callable[[], CompiledSchema]) -> CompiledSchema:
+        """``lookup``, holding ``compile()``'s schema (or its refusal) when nothing is held."""
         compiled = self.lookup(key)
         if compiled is None:
             try:
-                compiled = compile_schema_uncached(schema())
+                compiled = compile()
             except ToolValidationUnavailable as refused:
                 self._put(key, refused)
                 raise
@@ -204,7 +208,7 @@ class _CompileCache:
             return _compile(schema, size)
         text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
         digest = hashlib.sha256(text.encode("ascii")).digest()
-        return self._schemas.get(digest, lambda: schema)
+        return self._schemas.get(digest, lambda: _compile(schema, size))
 
 
 _CACHE: Final = _CompileCache(_CACHE_WEIGHT)

@@ -226,3 +226,14 @@ def test_the_admin_api_answers_unknown_paths_and_methods_with_the_error_body(
     assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
     assert (wrong.status_code, wrong.json()["error"]) == (405, "method_not_allowed")
     assert httpx.get(f"{mesh.navigator_url}/nope", headers=headers).status_code == 404
+
+
+def test_a_node_served_assignment_is_not_pulled_it_is_pushed(mesh: MeshHarness, admin: str) -> None:
+    """A node lists its tools to no client: a pull read none and removed every tool."""
+    headers = {"Authorization": f"Bearer {admin}"}
+    refreshed = httpx.post(
+        f"{mesh.navigator_url}/api/v1/assignments/db1/sqlite/refresh", headers=headers
+    )
+    assert (refreshed.status_code, refreshed.json()["error"]) == (409, "conflict")
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    assert as_json(mesh, token, "describe", "db1/sqlite/query")["address"] == "db1/sqlite/query"

@@ -209,6 +209,11 @@ async def test_rows_stop_at_the_answers_size_as_well_as_at_max_rows(client: Clie
     assert 5 <= len(answer["rows"]) <= 8  # 1.5 MiB holds seven rows of 200 kB
     text = await refused(client, "query", sql=f"SELECT repeat('x', 2000000) AS {MARKER}")
     assert "first row" in text
+    # counted as JSON sends them: a CJK character is three bytes (200,000 of them, 600 kB)
+    wide = "SELECT repeat(chr(19990), 200000) FROM generate_series(1, 1000)"
+    answer = await ok(client, "query", sql=wide, max_rows=1000)
+    assert answer["truncated"] is True
+    assert len(answer["rows"]) == 2
 
 
 async def test_max_rows_is_bounded(client: Client[Any]) -> None:

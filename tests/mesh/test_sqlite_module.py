@@ -261,8 +261,9 @@ async def test_long_steps_stop_at_the_time_limit_too(client: Client[Any]) -> Non
     strings is quadratic: values are bounded, so a step ends soon, and the deadline's interrupt
     stops the statement between rows (the progress handler that looked every 1,000 steps
     missed 20 rows of 1 s each)."""
-    long_step = "instr(printf('%.*c', 300000, 'a'), printf('%.*c', 150000, 'a') || 'b')"
-    rows = " UNION ALL ".join(f"SELECT {n}" for n in range(40))
+    # each row its own haystack, so that SQLite cannot evaluate the call once for all 40
+    long_step = "instr(printf('%.*c', 300000 + n, 'a'), printf('%.*c', 150000, 'a') || 'b')"
+    rows = " UNION ALL ".join(f"SELECT {n} AS n" for n in range(40))
     started = time.monotonic()
     text = await refused(
         client, "query", database="shop", sql=f"SELECT {long_step} FROM ({rows}) -- {MARKER}"
@@ -295,6 +296,13 @@ async def test_rows_stop_at_the_answers_size_as_well_as_at_max_rows(client: Clie
         sql=f"SELECT zeroblob(900000), zeroblob(900000) -- {MARKER}",
     )
     assert "first row" in text
+    # counted as JSON sends them: a CJK character is three bytes (200,000 of them, 600 kB)
+    wide = "substr(replace(hex(zeroblob(100000)), '0', char(19990)), 1, 200000)"
+    answer = await ok(
+        client, "query", database="shop", sql=sql.replace("zeroblob(200000)", wide), max_rows=50
+    )
+    assert answer["truncated"] is True
+    assert len(answer["rows"]) == 2
 
 
 async def test_fts3_tokenizer_is_refused_as_it_deals_in_pointers(client: Client[Any]) -> None:
@@ -353,3 +361,19 @@ async def test_execute_has_the_time_limit_too(client: Client[Any], data_dir: Pat
     sql = f"INSERT INTO customers (name) SELECT 'x' || ({SLOW})"
     assert "time limit" in await refused(client, "execute", database="shop", sql=sql)
     assert count(data_dir / "shop.db", "customers") == 3
+
+
+async def test_reads_running_at_once_are_bounded(client: Client[Any]) -> None:
+    """A read answered at its deadline leaves its thread to finish its step, outside anyio's
+    count of threads: the module's own bound keeps such threads from piling up."""
+    from mesh.modules import sqlite as module
+
+    held = [module._READERS.acquire(blocking=False) for _ in range(module.MAX_READERS)]
+    try:
+        assert all(held)
+        text = await refused(client, "query", database="shop", sql=f"SELECT '{MARKER}'")
+        assert "busy" in text
+    finally:
+        for _ in held:
+            module._READERS.release()
+    assert (await ok(client, "query", database="shop", sql="SELECT 1"))["rows"] == [[1]]

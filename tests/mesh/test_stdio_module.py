@@ -21,8 +21,11 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
+from mesh.calltokens import CallTokenVerifier
 from mesh.errors import ModuleSpecError
+from mesh.modules import ModuleSpec
 from mesh.modules.stdio import build_stdio_module
+from mesh.server import Assignment, NodeApp
 
 # One event loop for the module, so that most tests share one subprocess: starting a Python MCP
 # server takes seconds. Tests that crash or stop it make their own (``server``).
@@ -166,3 +169,17 @@ async def test_a_call_the_subprocess_does_not_answer_is_given_up(
             await deadline_client.call_tool("slow", {"steps": 1200})  # 60 s
         assert time.monotonic() - started < 30
         assert (await count(deadline_client))["calls"] >= 2  # the session still serves
+
+
+async def test_a_call_without_a_token_starts_no_subprocess() -> None:
+    """The node's token check runs before anything the module adds (its deadline opens the
+    session, and so starts the subprocess)."""
+    server = build_stdio_module("echo", COMMAND)
+    spec = ModuleSpec(module="stdio", role="echo", argument=COMMAND)
+    NodeApp([Assignment(spec, server)], CallTokenVerifier("db1", lambda: b"k" * 32))
+    before = {p.pid for p in psutil.Process(os.getpid()).children()}
+    async with Client(server) as client:
+        refused = await client.call_tool_mcp("count", {})
+        assert await client.list_tools() == []
+        assert {p.pid for p in psutil.Process(os.getpid()).children()} == before
+    assert refused.is_error

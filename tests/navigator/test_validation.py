@@ -22,6 +22,7 @@ from navigator.validation import (
     verdict,
 )
 from navigator.validation.compiler import KNOWN_KEYWORDS
+from navigator.validation.validator import compile_schema_uncached
 
 CANARY = "CANARY_9d2e41"
 
@@ -735,13 +736,15 @@ def test_patterns_together_are_bounded_by_their_program_size() -> None:
 
 def test_the_schema_cache_holds_what_its_weight_allows_and_remembers_refusals() -> None:
     cache: SchemaCache[str] = SchemaCache(max_weight=3_000)
-    small = cache.get("small", lambda: {"type": "string"})
+    small = cache.get("small", lambda: compile_schema_uncached({"type": "string"}))
     assert cache.lookup("small") is small
-    cache.get("large", lambda: {"properties": {f"p{n}": {} for n in range(8)}})
+    cache.get(
+        "large", lambda: compile_schema_uncached({"properties": {f"p{n}": {} for n in range(8)}})
+    )
     assert cache.lookup("small") is None  # the least recently used went first
     assert cache.lookup("large") is not None
     with pytest.raises(ToolValidationUnavailable):
-        cache.get("refused", lambda: {"dependencies": {}})
+        cache.get("refused", lambda: compile_schema_uncached({"dependencies": {}}))
     with pytest.raises(ToolValidationUnavailable):
         cache.lookup("refused")
 

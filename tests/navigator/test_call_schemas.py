@@ -1,0 +1,76 @@
+"""How ``call`` holds tools' compiled input schemas (ADR 0006): compiled once per contract, off
+the event loop, however many calls of a new contract arrive together."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from navigator.errors import NodeUnavailable
+from navigator.grants import Caller
+from navigator.registrar import AssignmentSpec
+from navigator.server import running
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import AccessStore
+
+TOOL = {
+    "name": "lookup",
+    "description": "Look a word up.",
+    "inputSchema": {"type": "object", "properties": {"word": {"type": "string"}}},
+    "annotations": {"readOnlyHint": True},
+}
+
+
+async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import navigator.service as service
+
+    compiled: list[float] = []
+    real = service.compile_schema_uncached
+
+    def slow_compile(schema: Any) -> Any:
+        compiled.append(time.monotonic())
+        time.sleep(0.2)  # a schema at the bounds: a fraction of a second, in a worker thread
+        return real(schema)
+
+    monkeypatch.setattr(service, "compile_schema_uncached", slow_compile)
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        spec = AssignmentSpec(role="words", module="tools-file", tools=[TOOL])
+        await services.registrar.put_assignment("m1", spec)
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("alice", "*/*/*", effect="allow")
+        caller = Caller("alice", frozenset())
+        refused: list[type] = []
+        ticks = 0
+
+        async def one() -> None:
+            try:
+                await services.navigator.call(
+                    caller, "m1/words/lookup", {"word": "x"}, confirm=None, elicitor=None,
+                    progress=None,
+                )  # fmt: skip
+            except NodeUnavailable as error:  # validated, then no endpoint to forward to
+                refused.append(type(error))
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.01)
+                ticks += 1
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(tick)
+            async with anyio.create_task_group() as calls:
+                for _ in range(5):
+                    calls.start_soon(one)
+            tasks.cancel_scope.cancel()
+    assert len(compiled) == 1
+    assert refused == [NodeUnavailable] * 5
+    assert ticks >= 5  # the loop kept turning while the schema compiled
