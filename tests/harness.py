@@ -8,12 +8,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
@@ -270,3 +271,21 @@ def start_backend(*arguments: str) -> tuple[subprocess.Popen[bytes], int]:
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("the backend server did not start")
+
+
+async def loop_ticks_during(work: Callable[[], Awaitable[object]], every_s: float) -> int:
+    """How often a task sleeping ``every_s`` woke while ``work`` ran: what the event loop could
+    still do meanwhile (work on the loop itself leaves it at 0 or 1)."""
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(every_s)
+            ticks += 1
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(tick)
+        await work()
+        tasks.cancel_scope.cancel()
+    return ticks

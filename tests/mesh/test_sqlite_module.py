@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from mesh.errors import ModuleSpecError
 from mesh.modules.sqlite import build_sqlite_module
+from tests.harness import loop_ticks_during
 
 MARKER = "zq_marker_9731"  # put into SQL and parameters; must never come back in an error
 SLOW = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
@@ -241,18 +241,9 @@ async def test_a_runaway_query_stops_at_the_time_limit(client: Client[Any]) -> N
 
 
 async def test_a_long_query_does_not_block_the_event_loop(client: Client[Any]) -> None:
-    ticks = 0
-
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            await anyio.sleep(0.05)
-            ticks += 1
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(tick)
-        await refused(client, "query", database="shop", sql=SLOW)
-        tasks.cancel_scope.cancel()
+    ticks = await loop_ticks_during(
+        lambda: refused(client, "query", database="shop", sql=SLOW), every_s=0.05
+    )
     assert ticks >= 4  # the 0.5 s query ran while the loop kept ticking
 
 
@@ -368,7 +359,8 @@ async def test_reads_running_at_once_are_bounded(client: Client[Any]) -> None:
     count of threads: the module's own bound keeps such threads from piling up."""
     from mesh.modules import sqlite as module
 
-    held = [module._READERS.acquire(blocking=False) for _ in range(module.MAX_READERS)]
+    # reads other tests left to finish a long step give their slots back within seconds
+    held = [module._READERS.acquire(timeout=30) for _ in range(module.MAX_READERS)]
     try:
         assert all(held)
         text = await refused(client, "query", database="shop", sql=f"SELECT '{MARKER}'")

@@ -17,6 +17,7 @@ from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore
+from tests.harness import loop_ticks_during
 
 TOOL = {
     "name": "lookup",
@@ -48,7 +49,6 @@ async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
             AccessStore(session).grant("alice", "*/*/*", effect="allow")
         caller = Caller("alice", frozenset())
         refused: list[type] = []
-        ticks = 0
 
         async def one() -> None:
             try:
@@ -59,18 +59,12 @@ async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
             except NodeUnavailable as error:  # validated, then no endpoint to forward to
                 refused.append(type(error))
 
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await anyio.sleep(0.01)
-                ticks += 1
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(tick)
+        async def five() -> None:
             async with anyio.create_task_group() as calls:
                 for _ in range(5):
                     calls.start_soon(one)
-            tasks.cancel_scope.cancel()
+
+        ticks = await loop_ticks_during(five, every_s=0.01)
     assert len(compiled) == 1
     assert refused == [NodeUnavailable] * 5
     assert ticks >= 5  # the loop kept turning while the schema compiled

@@ -163,21 +163,21 @@ def test_a_compound_in_prose_is_kept_whole_beside_its_parts_unless_a_part_is_a_s
     assert not words[0].correctable  # a compound of two words is not a misspelling
 
 
-def test_a_compound_and_its_open_form_find_each_other() -> None:
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("user name", "h/auth/set_handle"),  # "username"
+        ("hostname", "h/dns/resolve"),  # "host name"
+        ("web security", "h/scan/audit"),  # "cybersecurity": a combining form and its head
+        ("a domain", "h/dns/list_records"),  # "subdomain"
+    ],
+)
+def test_a_compound_and_its_open_form_find_each_other(query: str, first: str) -> None:
     index = index_of(
         doc("h/auth/set_handle", "Change the username of an account."),
         doc("h/dns/resolve", "Resolve a host name to its addresses."),
-        doc("h/files/rename", "Give a file a new name."),
-    )
-    assert addresses(index, "user name")[0] == "h/auth/set_handle"
-    assert addresses(index, "hostname")[0] == "h/dns/resolve"
-
-
-def test_a_compound_of_a_combining_form_is_found_by_its_head() -> None:
-    index = index_of(
         doc("h/scan/audit", "Audit a site's cybersecurity."),
         doc("h/dns/list_records", "List the records of every subdomain."),
         doc("h/files/rename", "Give a file a new name."),
     )
-    assert addresses(index, "web security")[0] == "h/scan/audit"
-    assert addresses(index, "a domain")[0] == "h/dns/list_records"
+    assert addresses(index, query)[0] == first
