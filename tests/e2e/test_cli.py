@@ -122,11 +122,15 @@ def test_an_operator_registers_a_tools_file_then_retires_it(
 def test_an_error_is_one_line_on_stderr_and_a_non_zero_exit(
     mesh: MeshHarness, admin: str, arguments: tuple[str, ...]
 ) -> None:
-    result = meshnav(mesh, admin, *arguments, "--json", code=1)
-    assert result.stdout == ""
-    assert result.stderr.startswith("meshnav: ")
-    assert result.stderr.count("\n") == 1
-    assert "{not json" not in result.stderr
+    for flags in ((), ("--json",)):
+        result = meshnav(mesh, admin, *arguments, *flags, code=1)
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1
+        assert "{not json" not in result.stderr
+        if flags and arguments[0] == "describe":  # the navigator answered: its body, as JSON
+            assert json.loads(result.stderr)["error"] == "unknown_tool"
+        else:  # refused before any request: a line
+            assert result.stderr.startswith("meshnav: ")
 
 
 def test_a_bad_token_is_refused_without_echoing_it(mesh: MeshHarness) -> None:
