@@ -51,6 +51,8 @@ class NodeAgent:
         self.key: bytes | None = None
         self.verifier = CallTokenVerifier(settings.name, lambda: self.key)
         self._pushed: dict[str, str] = {}
+        #: Each assignment's last tool list, for when it cannot list them (``_tools``).
+        self._listed: dict[str, list[dict[str, Any]]] = {}
         token = settings.token.get_secret_value() if settings.token else ""
         verify: ssl.SSLContext | bool | str = settings.navigator_ca or True
         self.http = httpx.AsyncClient(
@@ -61,8 +63,23 @@ class NodeAgent:
             trust_env=False,
         )
 
-    async def _assignment_body(self, assignment: Assignment) -> dict[str, Any]:
-        tools = await tools_list(assignment)
+    async def _tools(self, assignment: Assignment) -> list[dict[str, Any]] | None:
+        """The assignment's tools now; when it cannot list them (a wrapped server that cannot
+        start), the list it last gave, or None before it ever gave one. An empty list would
+        remove its tools from the mesh, where they should stay and answer node_unavailable."""
+        try:
+            tools = await tools_list(assignment)
+        except Exception:  # whatever a module's server raises: it is not the node's end
+            logger.warning(
+                "assignment %s cannot list its tools; keeping its last list", assignment.role
+            )
+            return self._listed.get(assignment.role)
+        self._listed[assignment.role] = tools
+        return tools
+
+    def _assignment_body(
+        self, assignment: Assignment, tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         self._pushed[assignment.role] = digest(tools)
         body: dict[str, Any] = {
             "role": assignment.role,
@@ -79,7 +96,11 @@ class NodeAgent:
             "machine": self.settings.name,
             "advertise": self.settings.advertise_url,
             "heartbeatS": self.settings.heartbeat_s,
-            "assignments": [await self._assignment_body(a) for a in self.assignments],
+            "assignments": [
+                self._assignment_body(assignment, tools)
+                for assignment in self.assignments
+                if (tools := await self._tools(assignment)) is not None
+            ],
         }
         try:
             response = await self.http.post("/nodes/register", json=body)
@@ -122,12 +143,12 @@ class NodeAgent:
     async def push_changes(self) -> None:
         """Push an assignment again when its tool list changed."""
         for assignment in self.assignments:
-            tools = await tools_list(assignment)
-            if digest(tools) == self._pushed.get(assignment.role):
+            tools = await self._tools(assignment)
+            if tools is None or digest(tools) == self._pushed.get(assignment.role):
                 continue
             body = {
                 "advertise": self.settings.advertise_url,
-                "assignment": await self._assignment_body(assignment),
+                "assignment": self._assignment_body(assignment, tools),
             }
             response = await self.http.put(
                 f"/nodes/{self.settings.name}/assignments/{assignment.role}", json=body

@@ -133,6 +133,8 @@ def build_stdio_module(name: str, command: str) -> FastMCP:
         raise ModuleSpecError("the stdio command is empty")
     session = StdioSession(name, argv)
     server = FastMCP(name, mask_error_details=True)
+    # a subprocess that cannot start is an error to the node's push, not an empty tool list
+    server.provider_error_strategy = "raise"
     server.add_provider(StdioProvider(session))
     server.add_middleware(CallDeadline(session, CALL_DEADLINE_S))
     return server

@@ -21,11 +21,13 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
+from mesh.agent import NodeAgent
 from mesh.calltokens import CallTokenVerifier
 from mesh.errors import ModuleSpecError
 from mesh.modules import ModuleSpec
 from mesh.modules.stdio import build_stdio_module
 from mesh.server import Assignment, NodeApp
+from mesh.settings import NodeSettings
 
 # One event loop for the module, so that most tests share one subprocess: starting a Python MCP
 # server takes seconds. Tests that crash or stop it make their own (``server``).
@@ -183,3 +185,19 @@ async def test_a_call_without_a_token_starts_no_subprocess() -> None:
         assert await client.list_tools() == []
         assert {p.pid for p in psutil.Process(os.getpid()).children()} == before
     assert refused.is_error
+
+
+async def test_a_subprocess_that_cannot_start_keeps_its_tools_on_the_mesh() -> None:
+    """It listed no tools, and the node pushed that empty list: its tools left the catalogue,
+    where they should stay and answer node_unavailable."""
+    server = build_stdio_module("broken", "false")
+    with pytest.raises(Exception):  # whatever the MCP client raises
+        await server.list_tools(run_middleware=False)
+    assignment = Assignment(ModuleSpec(module="stdio", role="broken", argument="false"), server)
+    agent = NodeAgent(NodeSettings(name="n1"), [assignment])
+    try:
+        assert await agent._tools(assignment) is None  # never listed: not registered yet
+        agent._listed["broken"] = [{"name": "lookup"}]
+        assert await agent._tools(assignment) == [{"name": "lookup"}]
+    finally:
+        await agent.http.aclose()
