@@ -79,8 +79,8 @@ class CompiledSchema:
     """A tool's schema, read and compiled once; ``validate`` is what each call pays.
 
     ``weight`` estimates the bytes it holds, for caches to bound their memory by: about 512 a
-    schema value (its node, plan and checks; measured 420) and 64 a pattern instruction (the RE2
-    program and the DFA cache its searches grow; measured 58).
+    schema value (its node, plan and checks; measured 420), one a string code unit, and 64 a
+    pattern instruction (the RE2 program and the DFA cache its searches grow; measured 58).
     """
 
     __slots__ = ("_limits", "_nodes_left", "_root", "_units_left", "weight")
