@@ -181,9 +181,10 @@ class Principal(Base):
 
 class Grant(Base):
     __tablename__ = "grants"
-    __table_args__ = (Index("ix_grants_principal", "principal"),)
+    # AUTOINCREMENT: an id, once given, is never given again on SQLite (migration 0006)
+    __table_args__ = (Index("ix_grants_principal", "principal"), {"sqlite_autoincrement": True})
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     #: An exact principal name, or ``*`` for every principal holding ``scopes``.
     principal: Mapped[str] = mapped_column(String(128))
     target: Mapped[str] = mapped_column(String(256))

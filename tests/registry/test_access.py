@@ -59,6 +59,21 @@ def test_revoking_a_grant_bumps_the_revision(registry: Registry) -> None:
         AccessStore(session).revoke_grant(row.id)
 
 
+def test_a_grant_id_is_never_given_twice(registry: Registry) -> None:
+    """The newest grant revoked, the next one gets a new id: a ``grant revoke ID`` repeated, or
+    read from an old listing, finds nothing instead of the grant made since."""
+    with registry.transaction() as session:
+        AccessStore(session).grant("alice", "db1/*/*", effect="allow")
+        newest = AccessStore(session).grant("alice", "db2/*/*", effect="allow")
+    with registry.transaction() as session:
+        AccessStore(session).revoke_grant(newest.id)
+    with registry.transaction() as session:
+        made_since = AccessStore(session).grant("bob", "db2/*/*", effect="allow")
+    assert made_since.id > newest.id
+    with pytest.raises(NotFound), registry.transaction() as session:
+        AccessStore(session).revoke_grant(newest.id)
+
+
 def test_two_operators_at_once_never_lose_a_revision(registry: Registry) -> None:
     per_thread = 15
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
-from registry import CatalogStore, Registry, migrate
+from registry import AccessStore, CatalogStore, Registry, migrate
 from registry.database import HEAD_REVISION, alembic_config, make_engine, schema_revision
 
 
@@ -41,9 +41,10 @@ def test_a_registry_behind_is_upgraded(database_url: str) -> None:
 
 
 def test_upgrading_keeps_what_the_registry_holds(database_url: str) -> None:
-    """Each step from 0004 on a registry with a machine, its node key, an assignment and a
-    tool: nothing is lost (a table rebuilt on SQLite would cascade its drop to all of them), and
-    a heartbeat period keeps its fraction once the schema is at the head."""
+    """Each step from 0004 on a registry with a machine, its node key, an assignment, a tool and
+    grants: nothing is lost (a rebuilt ``machines`` on SQLite would cascade its drop to all of
+    them), a heartbeat period keeps its fraction once the schema is at the head, and the rebuilt
+    ``grants`` keeps its rows, its ids and its index, and gives a revoked newest id to no one."""
     command.upgrade(alembic_config(database_url), "0004")
     engine = make_engine(database_url)
     now = datetime.now(UTC)
@@ -66,8 +67,21 @@ def test_upgrading_keeps_what_the_registry_holds(database_url: str) -> None:
             ),
             {"m": machine, "now": now},
         )
+        for target in ("db1/*/*", "db2/*/*"):
+            connection.execute(
+                text(
+                    "INSERT INTO grants (principal, target, scopes, effect, revision, created_at)"
+                    " VALUES ('alice', :target, '[]', 'allow', 1, :now)"
+                ),
+                {"target": target, "now": now},
+            )
     engine.dispose()
     migrate(database_url)
+    engine = make_engine(database_url)
+    try:
+        assert "ix_grants_principal" in {i["name"] for i in inspect(engine).get_indexes("grants")}
+    finally:
+        engine.dispose()
     registry = Registry(database_url)
     try:
         with registry.transaction() as session:
@@ -77,5 +91,11 @@ def test_upgrading_keeps_what_the_registry_holds(database_url: str) -> None:
             store.register_node("db1", advertise_url="http://db1:7801", heartbeat_s=1.4)
         with registry.transaction() as session:
             assert CatalogStore(session).machine("db1").heartbeat_s == 1.4
+            access = AccessStore(session)
+            grants = access.grants("alice")
+            assert [g.target for g in grants] == ["db1/*/*", "db2/*/*"]
+            access.revoke_grant(grants[-1].id)
+        with registry.transaction() as session:
+            assert AccessStore(session).grant("bob", "db3/*/*", effect="allow").id > grants[-1].id
     finally:
         registry.dispose()
