@@ -17,9 +17,11 @@ import secrets
 import time
 from typing import Any
 
+import anyio
 import mcp_types as mt
 from fastmcp.server.context import Context
 from fastmcp.server.elicitation import AcceptedElicitation
+from mcp.shared.exceptions import MCPError
 
 from navigator.confirmation import Elicitor
 from navigator.limits import LIMITS
@@ -82,7 +84,14 @@ class _LegacyElicitor:
         self.context = context
 
     async def ask(self, message: str, binding: str) -> bool:
-        result = await self.context.elicit(message, response_type=bool)
+        """Only a person's "yes" in time allows the call. A client that fails the request, answers
+        in another shape, or does not answer within a confirm token's lifetime has not said yes;
+        what it sent is neither answered nor logged."""
+        try:
+            with anyio.fail_after(LIMITS.confirm_ttl_s):
+                result = await self.context.elicit(message, response_type=bool)
+        except (MCPError, ValueError, TimeoutError):  # its error, or an answer in another shape
+            return False
         return isinstance(result, AcceptedElicitation) and result.data is True
 
 
@@ -110,13 +119,22 @@ class _SessionlessElicitor:
         )
 
 
+def _asks_forms(declared: mt.ElicitationCapability | None) -> bool:
+    """Whether a client can show a form: it declared form elicitation, or elicitation with no
+    mode (which means forms, from before modes). One that declared URL elicitation only cannot."""
+    if declared is None:
+        return False
+    return declared.form is not None or declared.url is None
+
+
 def elicitor_for(context: Context) -> Elicitor | None:
-    """An elicitor when the client declared elicitation in its capabilities, else ``None``."""
+    """An elicitor when the client declared form elicitation in its capabilities, else ``None``:
+    the call then answers ``confirmation_required`` with a confirm token."""
     try:
         capabilities = context.session.client_capabilities
     except (RuntimeError, AttributeError):
         return None
-    if capabilities is None or capabilities.elicitation is None:
+    if capabilities is None or not _asks_forms(capabilities.elicitation):
         return None
     if context._is_modern_protocol():
         return _SessionlessElicitor(context)

@@ -16,7 +16,8 @@
     ├── RegistryUnavailable             registry_unavailable         503
     ├── NodeTimeout                     node_timeout                 504
     ├── NotFound                        not_found                    404  (admin API only)
-    └── Conflict                        conflict                     409  (admin API only)
+    ├── Conflict                        conflict                     409  (admin API only)
+    └── TooManyStreams                  too_many_streams             429  (console only)
 
 Every message is written here or by the code raising the error, never formatted from a caller's
 arguments, a query, a schema or a storage exception: a client sees only what we chose to say.
@@ -41,6 +42,7 @@ __all__ = [
     "NodeUnavailable",
     "NotFound",
     "RegistryUnavailable",
+    "TooManyStreams",
     "ToolGrantsChanged",
     "ToolNotGranted",
     "ToolSchemaTooLarge",
@@ -175,6 +177,14 @@ class Conflict(NavigatorError):
     code = "conflict"
     status = 409
     default_message = "The change conflicts with what the registry holds."
+
+
+class TooManyStreams(NavigatorError):
+    """The console's answer for a live stream past the bound on open ones (ADR 0010)."""
+
+    code = "too_many_streams"
+    status = 429
+    default_message = "Too many live console streams are open; close one and reload."
 
 
 def from_registry(error: registry.RegistryError) -> NavigatorError:

@@ -20,6 +20,7 @@ from navigator.auth import ADMIN_SCOPE, hash_token, mint_token
 from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
 from navigator.grants import Caller, explain
 from navigator.limits import LIMITS
+from navigator.numbers import whole_number
 from navigator.registrar import AssignmentSpec, is_node_endpoint
 from navigator.services import services
 from navigator.upstream import pull_tools
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 NAME = Field(min_length=1, max_length=63)
+#: The largest id a grant can have: the registry's integer column on PostgreSQL.
+GRANT_ID_MOST = 2**31 - 1
 
 
 class MachineBody(Body):
@@ -345,10 +348,9 @@ async def add_grant(request: Request) -> dict[str, Any]:
 
 async def revoke_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
-    try:
-        grant_id = int(request.path_params["grant"])
-    except ValueError:
-        raise NotFound("No such grant.") from None
+    grant_id = whole_number(request.path_params["grant"], most=GRANT_ID_MOST)
+    if grant_id is None:
+        raise NotFound("No such grant.")
     await services(request).transact(lambda session: AccessStore(session).revoke_grant(grant_id))
     return {"revoked": grant_id}
 

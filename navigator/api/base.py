@@ -50,6 +50,8 @@ async def read_body(request: Request, model: type[B]) -> B:
         data = json.loads(raw or b"null")
     except (ValueError, UnicodeDecodeError):
         raise InvalidArguments("The request body is not JSON.") from None
+    except RecursionError:  # nested deeper than the parser goes: no body of ours is
+        raise InvalidArguments("The request body is nested too deeply.") from None
     return parse_body(model, data)
 
 

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
 from navigator.api.base import Body, read_body, require_scope
 from navigator.auth import NODE_SCOPE
+from navigator.errors import InvalidArguments
 from navigator.registrar import AssignmentSpec
 from navigator.services import services
 
@@ -74,6 +75,11 @@ async def update_assignment(request: Request) -> dict[str, Any]:
     caller = require_scope(request, NODE_SCOPE)
     machine = request.path_params["machine"]
     body = await read_body(request, AssignmentUpdate)
+    if body.assignment.role != request.path_params["role"]:
+        raise InvalidArguments(
+            "The assignment's role is not the one the path names.",
+            extra={"pointer": "/assignment/role"},
+        )
     registrar = services(request).registrar
     await registrar.bind(caller.principal, machine)
     result = await registrar.put_assignment(

@@ -49,7 +49,7 @@ def console_routes() -> list[BaseRoute]:
         (PREFIX + "/assignments/{holder}/{role}", pages.assignment, ["GET"]),
         (PREFIX + "/grants", pages.grants, ["GET"]),
         (PREFIX + "/search", pages.search, ["GET"]),
-        (PREFIX + "/events", events.stream, ["GET"]),
+        (PREFIX + "/events", events.EventStreams().stream, ["GET"]),
         (PREFIX + "/static/{name}", serve_asset, ["GET"]),
         (PREFIX + "/{rest:path}", pages.not_found, None),
     ]

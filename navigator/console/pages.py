@@ -17,9 +17,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from navigator.console import contracts, render
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
-from navigator.console.session import authenticate_viewer, sign_in_page, unauthenticated_json
+from navigator.console.session import authenticate_viewer, error_json, sign_in_page
 from navigator.console.viewpoint import Viewpoint
 from navigator.errors import NavigatorError, Unauthenticated, UnknownTool, from_registry
+from navigator.numbers import whole_number
 from navigator.services import services
 from registry import AccessStore, GrantRecord, PrincipalRecord, RegistryError
 
@@ -46,10 +47,10 @@ async def _answer(request: Request, build: Build) -> Response:
         caller = await authenticate_viewer(request)
     except Unauthenticated:
         if fragment:
-            return unauthenticated_json()
+            return error_json()
         return sign_in_page(request, status_code=200 if request.url.path == "/" else 401)
     except NavigatorError as error:
-        return unauthenticated_json(error) if fragment else _plain_error(error)
+        return error_json(error) if fragment else _plain_error(error)
     found = services(request)
     viewpoint = Viewpoint(found.navigator, found.catalog, caller)
     try:
@@ -87,7 +88,7 @@ async def _assignment(request: Request, viewpoint: Viewpoint) -> Page:
     view = await viewpoint.assignment(
         request.path_params["holder"],
         request.path_params["role"],
-        page=int(page_text) if page_text.isdigit() and len(page_text) < 6 else 0,
+        page=whole_number(page_text, most=99_999) or 0,
         tool=request.query_params.get("tool"),
     )
     return contracts.assignment_page(view)

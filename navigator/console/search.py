@@ -16,6 +16,7 @@ from navigator.console.layout import Page, assignment_href, empty_state, join, s
 from navigator.errors import NavigatorError
 from navigator.grants import Caller
 from navigator.limits import LIMITS
+from navigator.numbers import whole_number
 from navigator.service import Navigator
 from navigator.tools import WALKER_TOOLS, check_arguments
 from navigator.validation import compile_schema
@@ -44,7 +45,8 @@ async def run_search(
     cursor: str | None,
 ) -> SearchView:
     """``search`` exactly as the walker tool answers it: the same argument checks first."""
-    shown = int(limit) if limit.isdigit() else LIMITS.search_limit_default
+    number = whole_number(limit, most=LIMITS.search_limit_max)
+    shown = LIMITS.search_limit_default if number is None else number
     view = SearchView(query=query or "", within=within, limit=shown)
     if query is None or not query.strip():
         return view
@@ -52,7 +54,7 @@ async def run_search(
     if within:
         arguments["within"] = within
     if limit:
-        arguments["limit"] = int(limit) if limit.isdigit() else limit
+        arguments["limit"] = limit if number is None else number  # refused as the walker does
     if cursor:
         arguments["cursor"] = cursor
     try:

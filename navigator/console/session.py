@@ -26,10 +26,10 @@ from registry import RegistryError
 __all__ = [
     "COOKIE",
     "authenticate_viewer",
+    "error_json",
     "sign_in",
     "sign_in_page",
     "sign_out",
-    "unauthenticated_json",
 ]
 
 COOKIE = "meshnav_console"
@@ -57,7 +57,7 @@ async def authenticate_viewer(request: Request) -> Caller:
     return await _authenticate(request, viewer_token(request))
 
 
-def unauthenticated_json(error: NavigatorError | None = None) -> Response:
+def error_json(error: NavigatorError | None = None) -> Response:
     """SPEC §9's answer for the console's data and event endpoints."""
     error = error or Unauthenticated()
     return JSONResponse(error_body(error), status_code=error.status)

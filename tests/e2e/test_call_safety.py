@@ -103,6 +103,32 @@ async def test_elicitation_asks_the_person_in_both_protocol_eras(
         assert count == 0
 
 
+@pytest.mark.parametrize("failure", ["the client fails", "the answer has another shape"])
+async def test_a_legacy_elicitation_gone_wrong_is_a_no(mesh: MeshHarness, failure: str) -> None:
+    """The call does not run, the answer is SPEC's ``confirmation_required`` (it was
+    ``internal_error``), and the navigator's log holds nothing the client sent."""
+    secret = f"client-secret-{uuid.uuid4().hex}"
+
+    async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        if failure == "the client fails":
+            raise RuntimeError(secret)
+        return mt.ElicitResult(action="accept", content={"value": secret})
+
+    name = f"elicited-{uuid.uuid4().hex[:8]}"
+    transport = StreamableHttpTransport(
+        mesh.navigator_url + "/mcp",
+        headers={"Authorization": f"Bearer {mesh.agent_token}"},  # type: ignore[attr-defined]
+    )
+    async with Client(transport, elicitation_handler=handler, mode="legacy", timeout=60) as client:  # type: ignore[arg-type]
+        result = await client.call_tool_mcp(
+            "call", {"address": "db1/sqlite/execute", "args": _insert(name)}
+        )
+        count = await _count(client, name)
+    assert tool_result(result)["error"] == "confirmation_required"
+    assert count == 0
+    assert secret not in (mesh.root / "navigator.log").read_text(errors="replace")
+
+
 async def test_grant_revoked_between_search_and_call_stops_the_call(mesh: MeshHarness) -> None:
     name = f"fickle-{uuid.uuid4().hex[:6]}"
     token = mesh.principal(name)

@@ -8,7 +8,7 @@ import json
 import math
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 from navigator.app import build_app
 from navigator.auth import hash_token, mint_token
 from navigator.console import is_console_path
+from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.render import grants_page
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
@@ -275,6 +276,18 @@ async def test_the_token_appears_in_no_page(tmp_path: Path) -> None:
     for page in pages:
         assert page.status_code == 200
         assert console.tokens["root"] not in page.text
+
+
+async def test_numbers_in_a_query_string_are_ascii_digits(tmp_path: Path) -> None:
+    """``"²".isdigit()`` is true and ``int("²")`` raises: such a page number or limit answered a
+    plain-text 500. A page number that is not one is the first page; a limit is refused as
+    ``search`` refuses it."""
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        page = await client.get("/console/assignments/db1/sqlite", params={"page": "²"})
+        found = await client.get("/console/search", params={"q": "query", "limit": "²"})
+    assert page.status_code == 200
+    assert found.status_code == 400
+    assert "<code>invalid_arguments</code>" in main_of(found.text)
 
 
 # --- what each viewer sees -----------------------------------------------------------------
@@ -640,3 +653,32 @@ async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
                     body += (await messages.receive())["body"]
     assert b"signed-out" not in body
     assert down["reads"] == 0  # the registry was down for one check, and the stream waited it out
+
+
+async def test_open_streams_are_bounded_per_viewer_and_given_back(tmp_path: Path) -> None:
+    """Every open stream is woken and its viewer checked on every change, so how many are open is
+    bounded: a viewer past ``STREAMS_PER_VIEWER`` is refused with a §9 body, another viewer is
+    not, and a closed stream's slot is given back."""
+    async with console_app(tmp_path) as console, console.client() as client:
+
+        async def refused(viewer: str) -> None:
+            client.cookies.set("meshnav_console", console.tokens[viewer])
+            answer = await client.get("/console/events")  # an opened stream would not end here
+            assert answer.status_code == 429
+            assert answer.json()["error"] == "too_many_streams"
+
+        with anyio.fail_after(20):
+            async with AsyncExitStack() as streams:
+                for _ in range(STREAMS_PER_VIEWER):
+                    messages = await streams.enter_async_context(
+                        open_events(console.app, console.tokens["alice"])
+                    )
+                    assert (await messages.receive())["status"] == 200
+                async with AsyncExitStack() as last:
+                    await refused("alice")
+                    other = await last.enter_async_context(
+                        open_events(console.app, console.tokens["root"])
+                    )
+                    assert (await other.receive())["status"] == 200
+            async with open_events(console.app, console.tokens["alice"]) as messages:
+                assert (await messages.receive())["status"] == 200

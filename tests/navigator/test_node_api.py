@@ -35,16 +35,19 @@ def registration(machine: str, advertise: str, seat: str | None = None) -> dict[
 
 @asynccontextmanager
 async def navigator(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str], Any]]:
-    """An in-process navigator with two node principals, neither bound to a machine yet."""
+    """An in-process navigator with two node principals, neither bound to a machine yet, and an
+    operator ("root")."""
     app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
     async with app.router.lifespan_context(app):
         services = app.state.meshnav
-        tokens = {name: mint_token() for name in ("node-a", "node-b")}
+        tokens = {name: mint_token() for name in ("node-a", "node-b", "root")}
 
         def principals(session: Any) -> None:
             for name, token in tokens.items():
                 AccessStore(session).add_principal(
-                    name, scopes=["mesh:node"], token_hash=hash_token(token)
+                    name,
+                    scopes=["mesh:admin" if name == "root" else "mesh:node"],
+                    token_hash=hash_token(token),
                 )
 
         await services.transact(principals)
@@ -152,3 +155,59 @@ async def test_a_client_gone_before_its_body_ends_is_no_error() -> None:
 
     request = Request({"type": "http", "method": "POST", "headers": []}, receive)
     assert await read_bounded(request, 1024) is None
+
+
+async def test_a_node_updates_only_the_assignment_its_path_names(tmp_path: Path) -> None:
+    async with navigator(tmp_path) as (client, tokens, services):
+        registered = await client.post(
+            "/api/v1/nodes/register",
+            json=registration("db1", "http://10.0.0.1:7801"),
+            headers=bearer(tokens["node-a"]),
+        )
+        assert registered.status_code == 200, registered.text
+        update = {
+            "advertise": "http://10.0.0.1:7801",
+            "assignment": {"role": "other", "module": "sqlite", "tools": [TOOL]},
+        }
+        answer = await client.put(
+            "/api/v1/nodes/db1/assignments/notes", json=update, headers=bearer(tokens["node-a"])
+        )
+        roles = await services.transact(
+            lambda session: [a.role for a in CatalogStore(session).assignments(machine="db1")]
+        )
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_arguments"
+    assert answer.json()["pointer"] == "/assignment/role"
+    assert roles == ["notes"]
+
+
+async def test_a_body_nested_past_the_parser_is_invalid_arguments(tmp_path: Path) -> None:
+    async with navigator(tmp_path) as (client, tokens, _services):
+        answers = [
+            await client.post(path, content=b"[" * 100_000, headers=bearer(tokens[who]))
+            for path, who in (("/api/v1/nodes/register", "node-a"), ("/api/v1/grants", "root"))
+        ]
+    for answer in answers:
+        assert answer.status_code == 400
+        assert answer.json()["error"] == "invalid_arguments"
+
+
+async def test_a_grant_id_is_ascii_digits_within_the_column(tmp_path: Path) -> None:
+    """``int()`` took a fullwidth "１" for grant 1 and "1_0" for grant 10; past the column's
+    range the registry raised (a plain-text 500). Each is no such grant."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        made = await client.post(
+            "/api/v1/grants",
+            json={"principal": "alice", "target": "*/*/*", "effect": "allow"},
+            headers=bearer(tokens["root"]),
+        )
+        assert made.status_code == 200, made.text
+        assert made.json()["id"] == 1
+        answers = [
+            await client.delete(f"/api/v1/grants/{written}", headers=bearer(tokens["root"]))
+            for written in ("%EF%BC%91", "%C2%B9", "0_1", "%201", "9" * 30, str(2**31))
+        ]
+        left = await services.transact(lambda session: AccessStore(session).grants())
+    assert [a.status_code for a in answers] == [404] * len(answers)
+    assert {a.json()["error"] for a in answers} == {"not_found"}
+    assert [g.id for g in left] == [1]
