@@ -182,6 +182,7 @@ class Navigator:
             within=None if pattern is None else pattern.matches_address,
             offset=position.offset,
             limit=limit,
+            may_reach_holder=permissions.may_reach_holder,
         )
         results = [self._result(hit, schemas) for hit in page.hits]
         taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)

@@ -31,7 +31,7 @@ from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex, PostingState
 from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
-from navigator.search.text import TextAnalyzer, split_identifier
+from navigator.search.text import QueryWord, TextAnalyzer, split_identifier
 from navigator.search.thesaurus import related_words
 from navigator.search.vocabulary import Vocabulary
 from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
@@ -240,13 +240,19 @@ class SearchIndex:
         within: Callable[[str], bool] | None = None,
         offset: int = 0,
         limit: int = 8,
+        may_reach_holder: Callable[[str], bool] | None = None,
     ) -> SearchPage:
-        """One page of the ranked, collapsed hits for ``query`` among the permitted tools."""
+        """One page of the ranked, collapsed hits for ``query`` among the permitted tools.
+
+        ``may_reach_holder``, when given, is a cheap test that no tool of a holder is permitted
+        when it answers false (``Permissions.may_reach_holder``); it spares walking that holder's
+        tools to learn that the caller sees none of them.
+        """
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         with self._lock:
             wanted = offset + limit + 1
-            hits = self._ranked_hits(query, permits, within, wanted)
+            hits = self._ranked_hits(query, permits, within, wanted, may_reach_holder)
             return SearchPage(hits[offset : offset + limit], len(hits) > offset + limit)
 
     def _ranked_hits(
@@ -255,11 +261,14 @@ class SearchIndex:
         permits: Callable[[str], bool],
         within: Callable[[str], bool] | None,
         wanted: int,
+        may_reach_holder: Callable[[str], bool] | None,
     ) -> list[Hit]:
+        words = self._analyzer.query_words(query)
+        holders_by_word = self._visible_holders(words, permits, may_reach_holder)
         plan = plan_query(
-            self._analyzer.query_words(query),
+            words,
             document_frequencies=self._postings.document_frequencies,
-            holder_words=self._holders_by_word,
+            holder_words=holders_by_word,
             correct=self._vocabulary.correct,
             related=related_words,
             commonness=zipf_frequency,
@@ -269,7 +278,7 @@ class SearchIndex:
         if plan.empty:
             return []
         scores = self._postings.scores(plan.terms)
-        bonuses = self._holder_bonuses(plan.holder_words)
+        bonuses = self._holder_bonuses(plan.holder_words, holders_by_word)
         bounds = scores
         if bonuses:
             bounds = scores.copy()
@@ -311,7 +320,35 @@ class SearchIndex:
             return sorted(self._slots_by_role.get(pattern.role, ()))
         return None
 
-    def _holder_bonuses(self, holder_words: tuple[tuple[str, float], ...]) -> dict[str, float]:
+    def _visible_holders(
+        self,
+        words: list[QueryWord],
+        permits: Callable[[str], bool],
+        may_reach_holder: Callable[[str], bool] | None,
+    ) -> dict[str, list[str]]:
+        """The holders each of the query's words names, among those the caller sees a tool of.
+
+        A word naming a holder is read as that holder's name (never corrected, no related words),
+        so a holder the caller cannot see must not count: a hidden machine named "film" would
+        otherwise change which visible tools "film" finds, and tell the caller it exists.
+        """
+        named: dict[str, list[str]] = {}
+        for word in words:
+            if word.surface in named or word.surface not in self._holders_by_word:
+                continue
+            visible = sorted(
+                holder
+                for holder in self._holders_by_word[word.surface]
+                if (may_reach_holder is None or may_reach_holder(holder))
+                and any(permits(address) for address in self._by_holder[holder])
+            )
+            if visible:
+                named[word.surface] = visible
+        return named
+
+    def _holder_bonuses(
+        self, holder_words: tuple[tuple[str, float], ...], holders_by_word: dict[str, list[str]]
+    ) -> dict[str, float]:
         """What each holder named by the query adds to the score of its documents."""
         bonuses: dict[str, float] = {}
         if not holder_words:
@@ -319,7 +356,7 @@ class SearchIndex:
         settings = self._settings
         saturated = settings.saturate(settings.holder_weight)
         for word, weight in holder_words:
-            holders = sorted(self._holders_by_word.get(word, ()))
+            holders = holders_by_word[word]
             on_holders = sum(len(self._by_holder[holder]) for holder in holders)
             bonus = weight * bm25_idf(on_holders, len(self._documents)) * saturated
             for holder in holders:

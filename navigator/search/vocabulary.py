@@ -7,7 +7,8 @@ longer one. Comparing with stems lets "databse" (stem ``databs``) meet "database
 and "isue" (``isu``) meet "issue" (``issu``). The closest terms win, ties broken alphabetically, so
 the same vocabulary always corrects the same way. A misspelled first letter is not corrected: it
 is rare in typing, and allowing it would turn "looking" into "cooking". Corrections are cached per
-word, and a term coming or going drops the cached corrections of words with its first letter.
+word, and a term coming or going drops the cached corrections of words with its first letter. The
+cache is bounded per letter and in all: queries may bring words of any of Unicode's letters.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _MIN_CORRECTED_LENGTH = 4
 _TWO_EDITS_FROM_LENGTH = 7
 _MAX_CORRECTIONS = 3
 _CACHE_LIMIT = 1024  # per first letter
+_CACHE_TOTAL = 16_384  # in all
 
 
 def _max_distance(word: str) -> int:
@@ -37,7 +39,7 @@ def _max_distance(word: str) -> int:
 class Vocabulary:
     """The index's terms grouped by first letter and length, for correction."""
 
-    __slots__ = ("_buckets", "_cache", "_size")
+    __slots__ = ("_buckets", "_cache", "_cached", "_size")
 
     def __init__(self) -> None:
         # (first letter, length) -> {term: term}; rapidfuzz reads a mapping's values and reports
@@ -45,6 +47,7 @@ class Vocabulary:
         self._buckets: dict[tuple[str, int], dict[str, str]] = {}
         # first letter -> {word: its corrections}; a term coming or going clears its letter only
         self._cache: dict[str, dict[str, tuple[Correction, ...]]] = {}
+        self._cached = 0  # words cached, over every letter
         self._size = 0
 
     def __len__(self) -> int:
@@ -57,7 +60,7 @@ class Vocabulary:
                 continue
             self._buckets.setdefault((term[0], len(term)), {})[term] = term
             self._size += 1
-            self._cache.pop(term[0], None)
+            self._forget(term[0])
 
     def discard(self, terms: Iterable[str]) -> None:
         """Terms the index no longer holds."""
@@ -70,7 +73,12 @@ class Vocabulary:
             if not bucket:
                 del self._buckets[key]
             self._size -= 1
-            self._cache.pop(term[0], None)
+            self._forget(term[0])
+
+    def _forget(self, letter: str) -> None:
+        dropped = self._cache.pop(letter, None)
+        if dropped:
+            self._cached -= len(dropped)
 
     def correct(self, word: str, stem: str) -> tuple[Correction, ...]:
         """The terms closest to a query word or its stem, with their distance (none when nothing
@@ -98,6 +106,11 @@ class Vocabulary:
                 closest = sorted(term for term, distance in distances.items() if distance == best)
                 corrections = tuple((term, best) for term in closest[:_MAX_CORRECTIONS])
         if len(cache) >= _CACHE_LIMIT:
+            self._cached -= len(cache)
             cache.clear()
+        if self._cached >= _CACHE_TOTAL:
+            self._cache = {word[0]: cache}
+            self._cached = len(cache)
         cache[word] = corrections
+        self._cached += 1
         return corrections

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from navigator.addresses import parse_pattern
 from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
+from navigator.search.vocabulary import Vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -234,6 +235,27 @@ def test_a_holder_named_in_the_query_boosts_its_tools() -> None:
     assert addresses(index, "db2 tables")[0] == "db2/app/tables"
 
 
+@pytest.mark.parametrize("hidden", ["film", "film-scanner"])
+def test_a_holder_the_caller_cannot_see_changes_nothing_it_finds(hidden: str) -> None:
+    """A word naming a holder is read as that holder's name (no related words, no correction):
+    a hidden machine named after a word took "film" from the tool about movies, and so told the
+    caller it existed."""
+    index = index_of(doc("web1/media/list_movies", "List the movies in the library."))
+
+    def web1_only(address: str) -> bool:
+        return address.startswith("web1/")
+
+    before = addresses(index, "film", permits=web1_only)
+    index.upsert([doc(f"{hidden}/secret/scan", "Scan negatives.")])
+    assert before == ["web1/media/list_movies"]
+    assert addresses(index, "film", permits=web1_only) == before
+    assert addresses(index, "film", permits=web1_only, may_reach_holder=lambda h: h == "web1") == (
+        before
+    )
+    # a holder the caller sees is still read as its name
+    assert addresses(index, "film")[0] == f"{hidden}/secret/scan"
+
+
 def test_a_role_named_in_the_query_boosts_its_tools() -> None:
     index = index_of(
         doc("db1/postgres/query", "Run a read-only SQL query."),
@@ -437,6 +459,20 @@ def test_a_new_word_is_searchable_and_a_retired_one_is_forgotten() -> None:
     index.remove_prefix("h/fresh/")
     # the retired word left the vocabulary too: corrections now meet the word that is left
     assert addresses(index, "quarkblent") == ["h/r/older"]
+
+
+def test_cached_corrections_are_bounded_whatever_letters_queries_bring() -> None:
+    """The cache was bounded per first letter only, and a query may bring words of any of
+    Unicode's letters: 2,000 queries of CJK words held 320,000 corrections (54 MB)."""
+    vocabulary = Vocabulary()
+    vocabulary.add(["quarkbl"])
+    for i in range(40_000):
+        word = chr(0x4E00 + i % 20_000) + chr(0xAC00 + i // 20_000) + "ab"
+        assert vocabulary.correct(word, word) == ()
+    cached = vocabulary._cache
+    assert sum(len(words) for words in cached.values()) <= 16_384
+    assert len(cached) <= 16_384
+    assert vocabulary.correct("quarkbk", "quarkbk") == (("quarkbl", 1),)
 
 
 def test_a_group_takes_its_text_from_its_first_member_whatever_the_order_of_arrival() -> None:
