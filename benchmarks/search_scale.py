@@ -15,7 +15,8 @@ Zipf-weighted) plus invented product words. Sections, per size:
            holder-naming and misspelled queries, with a grant-evaluator stand-in as ``permits``
            (its own cost per call is printed): wall and CPU time once the caches are warm, and the
            first (cold) pass; then the same with ``within`` patterns
-  assign   one new assignment of 50 tools: upsert time, and upsert + the first search finding it
+  assign   one new assignment of 50 tools: upsert time, and upsert + the first search finding it;
+           then retiring it, and retiring (and putting back) assignments indexed at the build
   peer     FastMCP's BM25SearchTransform over the same tools (flattened names, as it needs) in the
            same run: its first search (which builds its index) and later ones; at 100k it is
            sampled on fewer queries, and says so
@@ -382,7 +383,7 @@ def measure_queries(mesh: Mesh, args: argparse.Namespace) -> None:
 def measure_assignment(mesh: Mesh, args: argparse.Namespace) -> None:
     assert mesh.index is not None
     index = mesh.index
-    upserts, upserts_cpu, visible = [], [], []
+    upserts, upserts_cpu, visible, retired = [], [], [], []
     for attempt in range(10):
         marker = f"quarkblend{attempt}"
         tools = [_unique_tool(mesh) for _ in range(50)]
@@ -400,11 +401,27 @@ def measure_assignment(mesh: Mesh, args: argparse.Namespace) -> None:
             raise RuntimeError("the new assignment was not found")
         upserts.append((upserted - started) * 1000)
         visible.append((found - started) * 1000)
+        started = time.perf_counter()
         index.remove_prefix(f"{holder}/{role}/")
+        retired.append((time.perf_counter() - started) * 1000)
+    # assignments indexed at the build: their postings sit anywhere in each term's, not last
+    built, built_tools = [], 0
+    for assignment in mesh.assignments[:: max(1, len(mesh.assignments) // 10)][:10]:
+        started = time.perf_counter()
+        index.remove([document.address for document in assignment])
+        built.append((time.perf_counter() - started) * 1000)
+        built_tools += len(assignment)
+        index.upsert(assignment)
     print(
         f"  assign   50 tools: upsert median {statistics.median(upserts):.2f} ms (max "
         f"{max(upserts):.2f}; cpu median {statistics.median(upserts_cpu):.2f}); upsert + first "
         f"search finding it median {statistics.median(visible):.2f} ms (max {max(visible):.2f})"
+    )
+    print(
+        f"  retire   the new 50 tools: median {statistics.median(retired):.2f} ms (max "
+        f"{max(retired):.2f}); {len(built)} assignments indexed at the build "
+        f"({built_tools / len(built):.0f} tools on average): median "
+        f"{statistics.median(built):.2f} ms (max {max(built):.2f})"
     )
     mesh.results["assign_ms"] = max(visible)
 

@@ -297,10 +297,26 @@ class _State:
         """Place an assignment and its live tools; return their documents for the caller to
         index (a whole load indexes many assignments' documents at once)."""
         key = (assignment.machine, assignment.role)
-        self.drop_assignment(key)
+        previous = self.assignments.get(key)
         self.assignments[key] = assignment
-        if assignment.retired:  # or its machine is (the catalogue rows say so)
-            return []
+        documents: list[ToolDocument] = []
+        placed: set[str] = set()
+        if not assignment.retired:  # or its machine is (the catalogue rows say so)
+            documents = self._place_tools(assignment, rows, contracts, placed)
+        if previous is not None:
+            # only the tools that left: those still here stay indexed, and an unchanged
+            # document is not indexed again (removing costs each term's postings)
+            self._drop_tools(previous, key, keep=placed)
+        return documents
+
+    def _place_tools(
+        self,
+        assignment: CatalogAssignment,
+        rows: list[CatalogRow],
+        contracts: _Contracts,
+        placed: set[str],
+    ) -> list[ToolDocument]:
+        """Place the assignment's live tools, adding their addresses to ``placed``."""
         holder, role = assignment.holder, assignment.address_role
         documents = []
         for row in rows:
@@ -318,18 +334,27 @@ class _State:
                 contract,
                 str(row.confirmation),
             )
+            placed.add(address)
             documents.append(document)
         return documents
 
     def drop_assignment(self, key: tuple[str, str]) -> None:
         old = self.assignments.pop(key, None)
-        if old is None:
-            return
+        if old is not None:
+            self._drop_tools(old, key, keep=set())
+
+    def _drop_tools(self, old: CatalogAssignment, key: tuple[str, str], keep: set[str]) -> None:
+        """Remove the tools ``old`` placed that are not in ``keep`` (and that no other assignment
+        has placed since)."""
         gone = []
         for name in old.tools:
             address = f"{old.holder}/{old.address_role}/{name}"
             current = self.tools.get(address)
-            if current is not None and (current.machine, current.endpoint_role) == key:
+            if (
+                address not in keep
+                and current is not None
+                and (current.machine, current.endpoint_role) == key
+            ):
                 del self.tools[address]
                 gone.append(address)
         self.index.remove(gone)
@@ -340,8 +365,11 @@ class Catalog:
         self.registry = registry
         self._state = _State()
         self._listeners: set[asyncio.Queue[CatalogEvent]] = set()
-        #: The registry's catalogue revision this view reflects (cursors bind it).
+        #: The registry's catalogue revision this view reflects.
         self.revision = 0
+        #: Moves whenever the view changes, including between the machines of one catch-up,
+        #: which moves ``revision`` only once it is done: cursors bind it.
+        self.generation = 0
         #: Each machine's call-token key (persisted in the registry so every navigator can sign).
         self.node_keys: dict[str, bytes] = {}
         #: One contract object per digest, shared by every holder of that tool.
@@ -406,6 +434,7 @@ class Catalog:
         self.node_keys = keys
         self._state = state
         self.revision = revision
+        self.generation += 1
 
     def _read_whole(
         self, meanwhile: Callable[[], object] | None = None
@@ -475,6 +504,7 @@ class Catalog:
         machine, rows, key = await anyio.to_thread.run_sync(read)
         if key is not None:
             self.node_keys[name] = key
+        self.generation += 1
         state = self._state
         if machine is not None:
             state.put_machine(machine)

@@ -120,7 +120,7 @@ class Navigator:
             "principal": caller.principal,
             "scopes": sorted(caller.scopes),
             "request": digest(request),
-            "catalog": self.catalog.revision,
+            "catalog": self.catalog.generation,
             "grants": permissions.revision,
             "rows": permissions.rows_fingerprint,
         }

@@ -14,9 +14,12 @@ import anyio
 import pytest
 from fastmcp import Client
 
+from navigator.catalog import Catalog
+from navigator.errors import InvalidCursor
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp, running
+from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore
@@ -196,3 +199,30 @@ async def test_a_schema_that_cannot_fit_is_tool_schema_too_large(tmp_path: Path)
         assert searched["error"] == "tool_schema_too_large"
         assert described["error"] == "tool_schema_too_large"
         assert "x" * 100 not in json.dumps(searched)
+
+
+async def test_a_cursor_ends_when_its_view_changes_before_a_catch_up_is_done(
+    tmp_path: Path,
+) -> None:
+    """A catch-up applies its machines one by one, with awaits between, and moves the catalogue
+    revision only at the end: a page taken in between was ranked on a half-changed view with a
+    cursor still valid (duplicates or gaps, not ``invalid_cursor``)."""
+    async with mesh_at(tmp_path) as mesh:
+        services = mesh.services
+        view = Catalog(services.registry)  # a view only this test moves
+        await view.load()
+        navigator = Navigator(services.registry, view, services.connections, deadline_s=5.0)
+
+        async def search(cursor: str | None) -> dict[str, Any]:
+            answer, _meta = await navigator.search(
+                ALICE, "rotate logs", limit=6, within=None, schemas=False, cursor=cursor
+            )
+            return answer
+
+        first = await search(None)
+        await mesh.register("web2", "logs", _tools(20))
+        revision = view.revision
+        await view._reload_machine("web2")  # the first machine of a catch-up
+        assert view.revision == revision
+        with pytest.raises(InvalidCursor):
+            await search(first["nextCursor"])

@@ -451,6 +451,35 @@ def test_removing_documents_by_address_and_prefix() -> None:
     assert len(index) == 1
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_index_after_removals_answers_as_one_built_from_what_is_left(seed: int) -> None:
+    """Removal compacts each term's postings in place: whichever slots leave (one or many per
+    term, first, last or between), what is left scores and ranks exactly as a fresh index."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["list", "files", "rotate", "logs", "query", "tables", "backup", "disk", "network"]
+    documents = [
+        doc(
+            f"h{rng.randrange(6)}/r{rng.randrange(3)}/t{i}",
+            " ".join(rng.choice(words) for _ in range(rng.randrange(1, 8))),
+        )
+        for i in range(300)
+    ]
+    index = index_of(*documents)
+    left = {document.address: document for document in documents}
+    for size in (1, 3, 40, 7, 120):
+        leaving = rng.sample(sorted(left), size)
+        index.remove(leaving)
+        for address in leaving:
+            del left[address]
+    fresh = index_of(*left.values())
+    for query in ("list files", "rotate logs", "backup disk network", "tables", "query logs"):
+        got = index.search(query, permits=allow_all, limit=16).hits
+        expected = fresh.search(query, permits=allow_all, limit=16).hits
+        assert [(h.address, h.score) for h in got] == [(h.address, h.score) for h in expected]
+
+
 def test_a_new_word_is_searchable_and_a_retired_one_is_forgotten() -> None:
     index = index_of(doc("h/r/older", "Quarkbland."))
     index.upsert([doc("h/fresh/quarkblent", "Blends quarks.")])
