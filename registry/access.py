@@ -335,17 +335,29 @@ class AccessStore:
     def grant(
         self, principal: str, target: str, *, effect: str, scopes: Iterable[str] = ()
     ) -> GrantRecord:
-        """Add a row, or change the effect and scopes of the row with the same principal and
-        target; either way the row's revision and the registry's grant revision move together."""
+        """Add a row, or change the effect of the row with the same principal, target and scopes;
+        either way the row's revision and the registry's grant revision move together.
+
+        Rows that differ in scopes are different rules and stand side by side: a scoped row
+        replacing an unscoped one of the same target would drop a deny the principal is held
+        by (or an allow it is granted by) for a row that applies only with a scope it may lack.
+        """
         revision = CatalogStore(self.session).bump("grants")
-        row = self.session.execute(
-            select(Grant).where(Grant.principal == principal, Grant.target == target)
-        ).scalar_one_or_none()
+        wanted = sorted(set(scopes))
+        row = next(
+            (
+                found
+                for found in self.session.execute(
+                    select(Grant).where(Grant.principal == principal, Grant.target == target)
+                ).scalars()
+                if sorted(found.scopes) == wanted
+            ),
+            None,
+        )
         if row is None:
-            row = Grant(principal=principal, target=target)
+            row = Grant(principal=principal, target=target, scopes=wanted)
             self.session.add(row)
         row.effect = effect
-        row.scopes = sorted(set(scopes))
         row.revision = revision
         self.session.flush()
         return _grant_record(row)

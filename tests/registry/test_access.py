@@ -33,6 +33,20 @@ def test_a_grant_change_moves_row_and_registry_revision_together(registry: Regis
     assert changed.revision == revision
 
 
+def test_rows_that_differ_in_scopes_stand_side_by_side(registry: Registry) -> None:
+    """A scoped allow replaced an unscoped deny of the same target: the principal, without the
+    scope, lost the deny that held it and was let through by a broader allow."""
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        deny = store.grant("carol", "db2/*/*", effect="deny")
+        scoped = store.grant("carol", "db2/*/*", effect="allow", scopes=["ops:x"])
+        again = store.grant("carol", "db2/*/*", effect="allow", scopes=["ops:x"])
+        rows = store.grants("carol")
+    assert scoped.id != deny.id
+    assert again.id == scoped.id
+    assert [(r.effect, r.scopes) for r in rows] == [("deny", ()), ("allow", ("ops:x",))]
+
+
 def test_a_failed_transaction_moves_no_revision(registry: Registry) -> None:
     with registry.transaction() as session:
         before = CatalogStore(session).revision("grants")
