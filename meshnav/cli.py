@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import signal
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
@@ -234,6 +235,9 @@ def demo_command(
     """The whole mesh on one machine: a navigator, three nodes, a mesh seat, a demo principal."""
     from meshnav.demo import run_demo
 
+    # SIGTERM (``kill``, a service manager) stops the demo as Ctrl-C does, nodes included: left
+    # to its default, it ended the process before the nodes were told, and they kept the ports
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     run(run_demo(listen, data))
 
 
