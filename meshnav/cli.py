@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperCommand
 
 from meshnav.errors import CREDENTIAL_FLAG, CommandError
 from meshnav.logs import configure_logging
@@ -22,7 +23,7 @@ from meshnav.logs import configure_logging
 if TYPE_CHECKING:
     from meshnav.access import Access
 
-__all__ = ["app"]
+__all__ = ["SeveralValues", "app", "spread_values"]
 
 T = TypeVar("T")
 
@@ -43,6 +44,35 @@ app.add_typer(navigator_app, name="navigator")
 app.add_typer(node_app, name="node")
 app.add_typer(principal_app, name="principal")
 app.add_typer(grant_app, name="grant")
+
+
+class SeveralValues(TyperCommand):
+    """A command whose list options take several values each, as SPEC §13 writes them
+    (``--scopes S...``, ``--module SPEC...``): Click gives an option one value, so ``--scopes a b``
+    is read as ``--scopes a --scopes b``. An option's values run to the next option; a value can
+    also be one argument of several words ("a b") or a list with commas, as before."""
+
+    several = frozenset({"--scopes", "--module", "--seat"})
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Typer's own Click's Context
+        return super().parse_args(ctx, spread_values(args, self.several))
+
+
+def spread_values(args: list[str], options: frozenset[str]) -> list[str]:
+    """``args`` with each further value of one of ``options`` given its own option."""
+    spread: list[str] = []
+    option: str | None = None
+    first = False  # the option's first value follows it as written
+    for arg in args:
+        if option is not None and not arg.startswith("-"):
+            spread += [arg] if first else [option, arg]
+            first = False
+            continue
+        option = arg if arg in options else None
+        first = option is not None
+        spread.append(arg)
+    return spread
+
 
 console = Console()
 # One line however long: scripts read the first line of an error (a confirm token ends it).
@@ -137,7 +167,7 @@ def navigator_serve(
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
 
-@node_app.command("serve")
+@node_app.command("serve", cls=SeveralValues)
 def node_serve(
     name: Annotated[
         str, typer.Option("--name", envvar="MESHNAV_NAME", help="This machine's name.")
@@ -250,7 +280,7 @@ def _access(navigator: str | None, token: str | None, database: str) -> Access:
     return Access(database_url=database, navigator_url=navigator, token=token)
 
 
-@principal_app.command("add")
+@principal_app.command("add", cls=SeveralValues)
 def principal_add(
     name: str,
     scopes: Annotated[
@@ -343,7 +373,7 @@ def _grant(
         )
 
 
-@grant_app.command("allow")
+@grant_app.command("allow", cls=SeveralValues)
 def grant_allow(
     principal: str,
     target: str,
@@ -359,7 +389,7 @@ def grant_allow(
     _grant("allow", principal, target, scopes, navigator, token, database, as_json)
 
 
-@grant_app.command("deny")
+@grant_app.command("deny", cls=SeveralValues)
 def grant_deny(
     principal: str,
     target: str,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from meshnav.cli import app, main
+from meshnav.cli import app, main, spread_values
 from meshnav.client import _navigator
 from meshnav.serve import listening_socket
 from registry import HEAD_REVISION
@@ -35,6 +35,26 @@ def invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     assert run("migrate", "--json") == {"revision": HEAD_REVISION}
     return run
+
+
+def test_options_written_with_several_values_take_them(invoke: Any) -> None:
+    """SPEC §13 writes ``--scopes S...``: ``--scopes a b`` was "unexpected extra argument"."""
+    invoke("principal", "add", "bob", "--scopes", "mesh:admin", "mesh:node", "--json")
+    invoke("principal", "add", "eve", "--scopes", "ops:a,ops:b", "--scopes", "ops:c")
+    scopes = {p["name"]: p["scopes"] for p in invoke("principal", "list", "--json")}
+    assert sorted(scopes["bob"]) == ["mesh:admin", "mesh:node"]
+    assert sorted(scopes["eve"]) == ["ops:a", "ops:b", "ops:c"]
+    row = invoke("grant", "deny", "bob", "db1/*/*", "--scopes", "ops:x", "ops:y", "--json")
+    assert sorted(row["scopes"]) == ["ops:x", "ops:y"]
+
+
+def test_further_values_get_their_own_option() -> None:
+    several = frozenset({"--scopes"})
+    assert spread_values(["bob", "--scopes", "a", "b", "--json"], several) == [
+        *["bob", "--scopes", "a", "--scopes", "b", "--json"]
+    ]
+    assert spread_values(["--scopes=a", "b"], several) == ["--scopes=a", "b"]
+    assert spread_values(["--scopes"], several) == ["--scopes"]  # Click says it lacks a value
 
 
 def test_principals_and_grants_on_the_registry_print_json(invoke: Any) -> None:
