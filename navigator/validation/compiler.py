@@ -40,7 +40,7 @@ _TYPE_NAMES: Final = frozenset(
 _SUPPORTED: Final = frozenset((
     "type", "enum", "const", "required", "properties", "additionalProperties",
     "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired",
-    "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
+    "dependencies", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "items", "prefixItems", "additionalItems", "minItems",
     "maxItems", "uniqueItems", "contains", "minContains", "maxContains", "allOf", "anyOf",
     "oneOf", "not", "if", "then", "else", "$ref",
@@ -55,7 +55,7 @@ _ANNOTATIONS: Final[dict[str, type | None]] = {
 _UNSUPPORTED: Final = frozenset((
     "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
     "$vocabulary", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas",
-    "dependencies", "contentSchema", "id", "extends", "disallow", "divisibleBy",
+    "contentSchema", "id", "extends", "disallow", "divisibleBy",
 ))  # fmt: skip
 #: Keyword words a message may name: none of them is caller- or author-invented text.
 KNOWN_KEYWORDS: Final = _SUPPORTED | frozenset(_ANNOTATIONS) | _UNSUPPORTED
@@ -343,10 +343,18 @@ class _Compiler:
             if not _unique_strings(schema["required"]):
                 raise _refuse(_MALFORMED, "required")
             checks.append(kw.required(schema["required"]))
-        if "dependentRequired" in schema:
-            value = schema["dependentRequired"]
-            if type(value) is not dict or not all(map(_unique_strings, value.values())):
-                raise _refuse(_MALFORMED, "dependentRequired")
+        # draft-07's "dependencies" is "dependentRequired" where its values are names, and
+        # "dependentSchemas" (not supported) where they are schemas
+        for keyword in ("dependentRequired", "dependencies"):
+            if keyword not in schema:
+                continue
+            value = schema[keyword]
+            if type(value) is not dict:
+                raise _refuse(_MALFORMED, keyword)
+            if keyword == "dependencies" and any(type(v) in (dict, bool) for v in value.values()):
+                raise _refuse(_UNSUPPORTED_KEYWORD, keyword)
+            if not all(map(_unique_strings, value.values())):
+                raise _refuse(_MALFORMED, keyword)
             checks.append(kw.dependent_required(value))
         if "minProperties" in schema:
             checks.append(kw.min_properties(int(schema["minProperties"])))

@@ -134,6 +134,9 @@ KEYWORD_CASES: list[tuple[str, Any, Any, str]] = [
     ("dependentRequired", {"dependentRequired": {"a": ["b"]}}, {"a": 1}, "invalid"),
     ("dependentRequired met", {"dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2}, "valid"),
     ("dependentRequired idle", {"dependentRequired": {"a": ["b"]}}, {"c": 1}, "valid"),
+    # draft-07's spelling of dependentRequired (SPEC §5 accepts draft-07 spellings)
+    ("dependencies", {"dependencies": {"a": ["b"]}}, {"a": 1}, "invalid"),
+    ("dependencies met", {"dependencies": {"a": ["b"]}}, {"a": 1, "b": 2}, "valid"),
     # arrays
     ("items", {"items": {"type": "integer"}}, [1, 2, "3"], "invalid"),
     (
@@ -257,7 +260,9 @@ REFUSED_SCHEMAS: list[tuple[str, Any]] = [
     ("unevaluatedProperties", {"unevaluatedProperties": False}),
     ("unevaluatedItems", {"unevaluatedItems": False}),
     ("dependentSchemas", {"dependentSchemas": {"a": {}}}),
-    ("dependencies", {"dependencies": {"a": ["b"]}}),
+    ("dependencies with a schema (dependentSchemas)", {"dependencies": {"a": ["b"], "c": {}}}),
+    ("dependencies with true", {"dependencies": {"a": True}}),
+    ("dependencies not an object", {"dependencies": ["a"]}),
     ("$anchor", {"$anchor": "a"}),
     ("$dynamicRef", {"$dynamicRef": "#a"}),
     ("$recursiveRef", {"$recursiveRef": "#"}),
@@ -744,7 +749,7 @@ def test_the_schema_cache_holds_what_its_weight_allows_and_remembers_refusals() 
     assert cache.lookup("small") is None  # the least recently used went first
     assert cache.lookup("large") is not None
     with pytest.raises(ToolValidationUnavailable):
-        cache.get("refused", lambda: compile_schema_uncached({"dependencies": {}}))
+        cache.get("refused", lambda: compile_schema_uncached({"dependentSchemas": {}}))
     with pytest.raises(ToolValidationUnavailable):
         cache.lookup("refused")
 
