@@ -153,6 +153,14 @@ def navigator_serve(
             help="Heartbeat period, s: the registry is re-read every fifth of it (0.2-1 s).",
         ),
     ] = None,
+    node_ca: Annotated[
+        str | None,
+        typer.Option(
+            "--node-ca",
+            envvar="MESHNAV_NODE_CA",
+            help="CA bundle (PEM) trusted for https nodes, beside the system's.",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -163,6 +171,7 @@ def navigator_serve(
         "token": token,
         "call_deadline_s": call_deadline,
         "heartbeat_s": heartbeat,
+        "node_ca": node_ca,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 

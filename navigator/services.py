@@ -46,7 +46,7 @@ class Services:
     def create(cls, settings: NavigatorSettings) -> Services:
         registry = Registry(settings.database_url)
         catalog = Catalog(registry)
-        connections = NodeConnections()
+        connections = NodeConnections(verify=settings.node_trust())
         return cls(
             settings=settings,
             registry=registry,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 from pydantic import SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
@@ -31,6 +33,26 @@ class NavigatorSettings(ListeningSettings):
     #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
     allowed_hosts: list[str] = []
     allowed_origins: list[str] = []
+    #: A CA bundle (PEM) trusted for ``https`` node URLs beside the system's: nodes serving TLS
+    #: with a certificate of a private CA, or one they signed themselves.
+    node_ca: str | None = None
+
+    def node_trust(self) -> ssl.SSLContext | bool:
+        """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
+        if self.node_ca is None:
+            return True
+        context = ssl.create_default_context()
+        context.load_verify_locations(cafile=self.node_ca)
+        return context
+
+    @model_validator(mode="after")
+    def _node_ca_readable(self) -> NavigatorSettings:
+        if self.node_ca is not None:
+            try:
+                self.node_trust()
+            except (OSError, ValueError):  # ssl.SSLError is an OSError
+                raise ValueError("MESHNAV_NODE_CA is not a readable PEM CA bundle") from None
+        return self
 
     @model_validator(mode="after")
     def _jwt_checked_whole(self) -> NavigatorSettings:

@@ -304,6 +304,10 @@ def test_what_reaches_the_navigator_is_checked_first(
         ),
         (["demo", "--listen", "bad"], "--listen"),
         (["demo", "--listen", "127.0.0.1:65534"], "the nodes take the next three ports"),
+        (
+            ["navigator", "serve", "--listen", "127.0.0.1:{port}", "--node-ca", "/nonexistent"],
+            "MESHNAV_NODE_CA",
+        ),
     ],
 )
 def test_servers_refuse_bad_settings_in_one_line(
