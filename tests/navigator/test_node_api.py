@@ -60,14 +60,19 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+async def register_db1(client: httpx.AsyncClient, tokens: dict[str, str]) -> None:
+    """node-a registers db1 at 10.0.0.1, with one assignment, ``notes``."""
+    registered = await client.post(
+        "/api/v1/nodes/register",
+        json=registration("db1", "http://10.0.0.1:7801"),
+        headers=bearer(tokens["node-a"]),
+    )
+    assert registered.status_code == 200, registered.text
+
+
 async def test_a_second_node_token_cannot_take_over_a_machine(tmp_path: Path) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
-        first = await client.post(
-            "/api/v1/nodes/register",
-            json=registration("db1", "http://10.0.0.1:7801"),
-            headers=bearer(tokens["node-a"]),
-        )
-        assert first.status_code == 200, first.text
+        await register_db1(client, tokens)
         taken = await client.post(
             "/api/v1/nodes/register",
             json=registration("db1", "http://evil:9999"),
@@ -159,12 +164,7 @@ async def test_a_client_gone_before_its_body_ends_is_no_error() -> None:
 
 async def test_a_node_updates_only_the_assignment_its_path_names(tmp_path: Path) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
-        registered = await client.post(
-            "/api/v1/nodes/register",
-            json=registration("db1", "http://10.0.0.1:7801"),
-            headers=bearer(tokens["node-a"]),
-        )
-        assert registered.status_code == 200, registered.text
+        await register_db1(client, tokens)
         update = {
             "advertise": "http://10.0.0.1:7801",
             "assignment": {"role": "other", "module": "sqlite", "tools": [TOOL]},
