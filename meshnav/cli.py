@@ -49,27 +49,52 @@ app.add_typer(grant_app, name="grant")
 class SeveralValues(TyperCommand):
     """A command whose list options take several values each, as SPEC §13 writes them
     (``--scopes S...``, ``--module SPEC...``): Click gives an option one value, so ``--scopes a b``
-    is read as ``--scopes a --scopes b``. An option's values run to the next option; a value can
-    also be one argument of several words ("a b") or a list with commas, as before."""
+    is read as ``--scopes a --scopes b``. An option's further values run to the next option, once
+    the command's arguments are all given (``principal add --scopes a bob`` still names bob); a
+    value can also be one argument of several words ("a b") or a list with commas, as before."""
 
     several = frozenset({"--scopes", "--module", "--seat"})
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Typer's own Click's Context
-        return super().parse_args(ctx, spread_values(args, self.several))
+        options = [p for p in self.params if p.param_type_name == "option"]
+        valued = frozenset(
+            name for p in options if not getattr(p, "is_flag", False) for name in p.opts
+        )
+        positionals = sum(p.param_type_name == "argument" for p in self.params)
+        spread = spread_values(args, self.several, valued=valued, positionals=positionals)
+        return super().parse_args(ctx, spread)
 
 
-def spread_values(args: list[str], options: frozenset[str]) -> list[str]:
-    """``args`` with each further value of one of ``options`` given its own option."""
+def spread_values(
+    args: list[str],
+    several: frozenset[str],
+    *,
+    valued: frozenset[str] = frozenset(),
+    positionals: int = 0,
+) -> list[str]:
+    """``args`` with each further value of one of ``several`` given its own option. A bare
+    argument is a further value only once ``positionals`` bare arguments have been given (the
+    values of the ``valued`` options are not counted among them)."""
     spread: list[str] = []
     option: str | None = None
     first = False  # the option's first value follows it as written
+    given = 0  # positional arguments so far
+    value_next = False  # the argument is another option's value
     for arg in args:
-        if option is not None and not arg.startswith("-"):
+        if value_next:
+            spread.append(arg)
+            value_next = False
+            continue
+        if option is not None and not arg.startswith("-") and (first or given >= positionals):
             spread += [arg] if first else [option, arg]
             first = False
             continue
-        option = arg if arg in options else None
+        option = arg if arg in several else None
         first = option is not None
+        if option is None and arg in valued:
+            value_next = True
+        elif option is None and not arg.startswith("-"):
+            given += 1
         spread.append(arg)
     return spread
 

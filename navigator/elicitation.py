@@ -22,6 +22,7 @@ import mcp_types as mt
 from fastmcp.server.context import Context
 from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, Field, StrictBool
 
 from navigator.confirmation import Elicitor
 from navigator.limits import LIMITS
@@ -34,6 +35,13 @@ _CONFIRM_SCHEMA: dict[str, Any] = {
     "properties": {"allow": {"type": "boolean", "title": "Allow this call"}},
     "required": ["allow"],
 }
+
+
+class _Allow(BaseModel):
+    """The legacy era's form, as the sessionless era's ``_CONFIRM_SCHEMA``: a strict boolean, so
+    that "yes", 1 or "on" is an answer in another shape, not a yes."""
+
+    allow: StrictBool = Field(title="Allow this call")
 
 
 class InputNeeded(Exception):
@@ -89,10 +97,10 @@ class _LegacyElicitor:
         what it sent is neither answered nor logged."""
         try:
             with anyio.fail_after(LIMITS.confirm_ttl_s):
-                result = await self.context.elicit(message, response_type=bool)
+                result = await self.context.elicit(message, response_type=_Allow)
         except (MCPError, ValueError, TimeoutError):  # its error, or an answer in another shape
             return False
-        return isinstance(result, AcceptedElicitation) and result.data is True
+        return isinstance(result, AcceptedElicitation) and result.data.allow is True
 
 
 class _SessionlessElicitor:

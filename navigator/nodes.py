@@ -298,6 +298,11 @@ class NodeConnections:
         self._opening: dict[str, anyio.Lock] = {}
         self._verify = verify
 
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """What nodes' certificates are checked against."""
+        return self._verify
+
     def _factory(self, **kwargs: Any) -> httpx2.AsyncClient:
         kwargs["timeout"] = httpx2.Timeout(None, connect=LIMITS.node_connect_s)
         kwargs["limits"] = httpx2.Limits(max_connections=64, max_keepalive_connections=16)

@@ -178,9 +178,7 @@ class Registrar:
             with self.registry.transaction() as session:
                 _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
                 if grant_scope_holders and spec.scopes:
-                    AccessStore(session).grant(
-                        "*", f"{holder}/*", effect="allow", scopes=spec.scopes
-                    )
+                    AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 
         await anyio.to_thread.run_sync(write)
         if spec.endpoint:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 from typing import Any
 
 import anyio
@@ -18,13 +19,17 @@ logger = logging.getLogger("meshnav.navigator.upstream")
 PULL_TIMEOUT_S = 15.0
 
 
-async def pull_tools(endpoint: str) -> list[dict[str, Any]]:
-    """The server's tools as JSON; ``node_unavailable`` or ``node_timeout`` when it fails."""
+async def pull_tools(endpoint: str, verify: ssl.SSLContext | bool = True) -> list[dict[str, Any]]:
+    """The server's tools as JSON; ``node_unavailable`` or ``node_timeout`` when it fails.
+    ``verify`` is what its certificate is checked against: the nodes' trust
+    (``NavigatorSettings.node_trust``), since its calls will be made with it too."""
     from fastmcp import Client  # imported when first used: ~0.4 s a navigator's start skips
     from fastmcp.client.transports import StreamableHttpTransport
 
     transport = StreamableHttpTransport(
-        endpoint, max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes
+        endpoint,
+        verify=verify,
+        max_sse_event_size=LIMITS.node_answer_bytes + LIMITS.envelope_bytes,
     )
     try:
         with anyio.fail_after(PULL_TIMEOUT_S):

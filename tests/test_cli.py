@@ -46,6 +46,9 @@ def test_options_written_with_several_values_take_them(invoke: Any) -> None:
     assert sorted(scopes["eve"]) == ["ops:a", "ops:b", "ops:c"]
     row = invoke("grant", "deny", "bob", "db1/*/*", "--scopes", "ops:x", "ops:y", "--json")
     assert sorted(row["scopes"]) == ["ops:x", "ops:y"]
+    first = invoke("grant", "allow", "--scopes", "ops:z", "bob", "db2/*/*", "--json")
+    assert (first["principal"], first["target"], first["scopes"]) == ("bob", "db2/*/*", ["ops:z"])
+    invoke("principal", "add", "--scopes", "mesh:node", "carl")
 
 
 def test_further_values_get_their_own_option() -> None:
@@ -55,6 +58,16 @@ def test_further_values_get_their_own_option() -> None:
     ]
     assert spread_values(["--scopes=a", "b"], several) == ["--scopes=a", "b"]
     assert spread_values(["--scopes"], several) == ["--scopes"]  # Click says it lacks a value
+    # an argument still to come is not a value: scripts that put options first keep working
+    written = ["--scopes", "ops:x", "bob", "db1/*/*"]
+    assert spread_values(written, several, positionals=2) == written
+    assert spread_values(["bob", "t", "--scopes", "a", "b"], several, positionals=2) == [
+        *["bob", "t", "--scopes", "a", "--scopes", "b"]
+    ]
+    machine = ["--machine", "db1", "bob", "--scopes", "a", "b"]
+    assert spread_values(machine, several, valued=frozenset({"--machine"}), positionals=1) == [
+        *["--machine", "db1", "bob", "--scopes", "a", "--scopes", "b"]
+    ]
 
 
 def test_principals_and_grants_on_the_registry_print_json(invoke: Any) -> None:

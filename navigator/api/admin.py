@@ -163,7 +163,8 @@ async def register_assignment(request: Request) -> dict[str, Any]:
     _name(body.machine, machine=True)
     if body.tools is None and body.endpoint is None:
         raise InvalidArguments("Give an endpoint, tools, or both.")
-    tools = body.tools if body.tools is not None else await pull_tools(str(body.endpoint))
+    trust = services(request).connections.verify
+    tools = body.tools if body.tools is not None else await pull_tools(str(body.endpoint), trust)
     spec = AssignmentSpec(
         role=body.role,
         module=body.module or body.role,
@@ -197,7 +198,7 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
     spec = AssignmentSpec(
         role=role,
         module=record.module,
-        tools=await pull_tools(record.endpoint),
+        tools=await pull_tools(record.endpoint, services(request).connections.verify),
         kind=record.kind,
         endpoint=record.endpoint,
         seat=record.seat,

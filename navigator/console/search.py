@@ -45,8 +45,13 @@ async def run_search(
     cursor: str | None,
 ) -> SearchView:
     """``search`` exactly as the walker tool answers it: the same argument checks first."""
-    number = whole_number(limit, most=LIMITS.search_limit_max)
-    shown = LIMITS.search_limit_default if number is None else number
+    # a number past the maximum is still a number: the walker's check says "maximum" for it
+    number = whole_number(limit, most=2**31)
+    shown = (
+        number
+        if number is not None and number <= LIMITS.search_limit_max
+        else (LIMITS.search_limit_default)
+    )
     view = SearchView(query=query or "", within=within, limit=shown)
     if query is None or not query.strip():
         return view

@@ -80,7 +80,7 @@ async def test_elicitation_asks_the_person_in_both_protocol_eras(
     async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
         asked.append(message)
         if answer == "accept":
-            return {"allow": True} if mode == "auto" else response_type(value=True)
+            return {"allow": True} if mode == "auto" else response_type(allow=True)
         return mt.ElicitResult(action="decline")
 
     name = f"elicited-{uuid.uuid4().hex[:8]}"

@@ -9,6 +9,7 @@ import datetime as dt
 import ipaddress
 from pathlib import Path
 
+import anyio
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -91,3 +92,48 @@ async def test_a_tls_node_is_called_by_a_navigator_that_trusts_its_ca(tmp_path: 
             trusting.terminate()
             trusting.wait(timeout=10)
         mesh.close()
+
+
+async def test_a_tls_server_registered_by_url_is_read_with_the_same_trust(tmp_path: Path) -> None:
+    """``register --endpoint https://…`` pulls the server's tools with the trust its calls use:
+    with ``--node-ca`` given, a server with that CA's certificate was callable but could not be
+    registered."""
+    import uvicorn
+    from fastmcp import FastMCP
+
+    from navigator.errors import NodeUnavailable
+    from navigator.settings import NavigatorSettings
+    from navigator.upstream import pull_tools
+
+    cert, key = _self_signed(tmp_path)
+    server_app = FastMCP("tls-upstream")
+
+    @server_app.tool
+    def hello() -> str:
+        """Say hello."""
+        return "hi"
+
+    port = free_port()
+    config = uvicorn.Config(
+        server_app.http_app(),
+        host="127.0.0.1",
+        port=port,
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+        log_level="error",
+    )
+    server = uvicorn.Server(config)
+    url = f"https://127.0.0.1:{port}/mcp"
+    settings = NavigatorSettings(database_url="sqlite://", node_ca=str(cert))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.05)
+        try:
+            pulled = await pull_tools(url, settings.node_trust())
+            with pytest.raises(NodeUnavailable):
+                await pull_tools(url)  # the system's CAs alone
+        finally:
+            server.should_exit = True
+    assert [tool["name"] for tool in pulled] == ["hello"]

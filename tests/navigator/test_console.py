@@ -290,6 +290,13 @@ async def test_numbers_in_a_query_string_are_ascii_digits(tmp_path: Path) -> Non
     assert "<code>invalid_arguments</code>" in main_of(found.text)
 
 
+async def test_a_limit_past_the_maximum_is_refused_as_search_refuses_it(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        found = await client.get("/console/search", params={"q": "query", "limit": "20"})
+    assert found.status_code == 400
+    assert "&#39;maximum&#39;" in main_of(found.text)
+
+
 # --- what each viewer sees -----------------------------------------------------------------
 
 

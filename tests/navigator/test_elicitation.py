@@ -7,6 +7,7 @@ from typing import Any
 
 import mcp_types as mt
 import pytest
+from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
 from navigator.elicitation import elicitor_for
 
@@ -41,3 +42,21 @@ def test_only_a_client_that_shows_forms_is_asked(
     declared: mt.ElicitationCapability | None, asked: bool, modern: bool
 ) -> None:
     assert (elicitor_for(_context(declared, modern=modern)) is not None) is asked
+
+
+@pytest.mark.parametrize(("answer", "allowed"), [(True, True), ("yes", False), (1, False)])
+async def test_only_a_strict_yes_allows_a_legacy_call(answer: object, allowed: bool) -> None:
+    """The answer read as FastMCP reads it for the form asked: pydantic's lax bool took "yes",
+    1 or "on" for true."""
+
+    async def elicit(message: str, response_type: Any) -> Any:
+        config = parse_elicit_response_type(response_type)
+        (field,) = config.schema["properties"]
+        return handle_elicit_accept(config, {field: answer})
+
+    capabilities = mt.ElicitationCapability(form=mt.FormElicitationCapability())
+    context = _context(capabilities, modern=False)
+    context.elicit = elicit
+    elicitor = elicitor_for(context)
+    assert elicitor is not None
+    assert await elicitor.ask("Allow?", "binding") is allowed
