@@ -246,6 +246,26 @@ async def mcp_client(
         yield client
 
 
+@asynccontextmanager
+async def serving(app: Any, **options: Any) -> AsyncIterator[int]:
+    """``app`` served by uvicorn in this task on a free loopback port (yielded), until the block
+    ends; ``options`` are uvicorn's (TLS files, lifespan, …)."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(server.serve)
+        with anyio.fail_after(30):
+            while not server.started:
+                await anyio.sleep(0.02)
+        try:
+            yield port
+        finally:
+            server.should_exit = True
+
+
 def tool_result(result: Any) -> dict[str, Any]:
     """The structured content of a walker answer (error or not)."""
     structured = result.structured_content

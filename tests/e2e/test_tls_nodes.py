@@ -9,14 +9,21 @@ import datetime as dt
 import ipaddress
 from pathlib import Path
 
-import anyio
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.harness import MeshHarness, NodeProcess, _wait_http, free_port, mcp_client, tool_result
+from tests.harness import (
+    MeshHarness,
+    NodeProcess,
+    _wait_http,
+    free_port,
+    mcp_client,
+    serving,
+    tool_result,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
@@ -98,7 +105,6 @@ async def test_a_tls_server_registered_by_url_is_read_with_the_same_trust(tmp_pa
     """``register --endpoint https://…`` pulls the server's tools with the trust its calls use:
     with ``--node-ca`` given, a server with that CA's certificate was callable but could not be
     registered."""
-    import uvicorn
     from fastmcp import FastMCP
 
     from navigator.errors import NodeUnavailable
@@ -113,27 +119,10 @@ async def test_a_tls_server_registered_by_url_is_read_with_the_same_trust(tmp_pa
         """Say hello."""
         return "hi"
 
-    port = free_port()
-    config = uvicorn.Config(
-        server_app.http_app(),
-        host="127.0.0.1",
-        port=port,
-        ssl_certfile=str(cert),
-        ssl_keyfile=str(key),
-        log_level="error",
-    )
-    server = uvicorn.Server(config)
-    url = f"https://127.0.0.1:{port}/mcp"
     settings = NavigatorSettings(database_url="sqlite://", node_ca=str(cert))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.05)
-        try:
-            pulled = await pull_tools(url, settings.node_trust())
-            with pytest.raises(NodeUnavailable):
-                await pull_tools(url)  # the system's CAs alone
-        finally:
-            server.should_exit = True
+    async with serving(server_app.http_app(), ssl_certfile=str(cert), ssl_keyfile=str(key)) as port:
+        url = f"https://127.0.0.1:{port}/mcp"
+        pulled = await pull_tools(url, settings.node_trust())
+        with pytest.raises(NodeUnavailable):
+            await pull_tools(url)  # the system's CAs alone
     assert [tool["name"] for tool in pulled] == ["hello"]

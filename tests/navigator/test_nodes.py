@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.server.dependencies import get_http_headers
 from mcp_types import TextContent
@@ -19,7 +18,7 @@ from mesh.calltokens import META_KEY
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections
-from tests.harness import free_port
+from tests.harness import serving
 
 Scope = dict[str, Any]
 
@@ -77,25 +76,9 @@ def _legacy_only(app: Any) -> Any:
 
 @asynccontextmanager
 async def _serving(*, legacy: bool = False) -> AsyncIterator[str]:
-    port = free_port()
     app = _node().http_app(path="/mcp")
-    config = uvicorn.Config(
-        _legacy_only(app) if legacy else app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:
-                await anyio.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            server.should_exit = True
+    async with serving(_legacy_only(app) if legacy else app, lifespan="on") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 @asynccontextmanager

@@ -26,10 +26,12 @@ depends_on = None
 def _rebuild(*, autoincrement: bool) -> None:
     if op.get_bind().dialect.name != "sqlite":
         return
-    with op.batch_alter_table(
+    # no column changes: recreate="always" copies the table into one made with the table options
+    batch = op.batch_alter_table(
         "grants", recreate="always", table_kwargs={"sqlite_autoincrement": autoincrement}
-    ):
-        pass
+    )
+    with batch:
+        ...
 
 
 def upgrade() -> None:
