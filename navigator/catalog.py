@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import anyio.to_thread
@@ -173,6 +174,7 @@ class CatalogTool:
 
 
 _SET_TOOL = tuple(slot_setters(CatalogTool))
+_NO_TOOLS: Mapping[str, CatalogTool] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +285,9 @@ class _State:
     machines: dict[str, _Machine] = field(default_factory=dict)
     assignments: dict[tuple[str, str], CatalogAssignment] = field(default_factory=dict)
     tools: dict[str, CatalogTool] = field(default_factory=dict)
+    #: The same tools by the assignment that placed them ((machine, role)): a walk reads one
+    #: assignment's tools without looking at every tool of the mesh.
+    placed: dict[tuple[str, str], dict[str, CatalogTool]] = field(default_factory=dict)
     index: SearchIndex = field(default_factory=SearchIndex)
 
     def put_machine(self, record: MachineRecord) -> None:
@@ -318,12 +323,16 @@ class _State:
     ) -> list[ToolDocument]:
         """Place the assignment's live tools, adding their addresses to ``placed``."""
         holder, role = assignment.holder, assignment.address_role
+        key = (assignment.machine, assignment.role)
         documents = []
         for row in rows:
             contract, document = contracts.get(row, holder, role)
             name = str(row.tool)
             address = document.address if document.name == name else f"{holder}/{role}/{name}"
-            self.tools[address] = CatalogTool(
+            other = self.tools.get(address)
+            if other is not None and (other.machine, other.endpoint_role) != key:
+                self._unplace(other)  # a seat that moved: the address is this assignment's now
+            tool = self.tools[address] = CatalogTool(
                 address,
                 holder,
                 role,
@@ -334,9 +343,18 @@ class _State:
                 contract,
                 str(row.confirmation),
             )
+            self.placed.setdefault(key, {})[address] = tool
             placed.add(address)
             documents.append(document)
         return documents
+
+    def _unplace(self, tool: CatalogTool) -> None:
+        key = (tool.machine, tool.endpoint_role)
+        tools = self.placed.get(key)
+        if tools is not None:
+            tools.pop(tool.address, None)
+            if not tools:
+                del self.placed[key]
 
     def drop_assignment(self, key: tuple[str, str]) -> None:
         old = self.assignments.pop(key, None)
@@ -355,7 +373,7 @@ class _State:
                 and current is not None
                 and (current.machine, current.endpoint_role) == key
             ):
-                del self.tools[address]
+                self._unplace(self.tools.pop(address))
                 gone.append(address)
         self.index.remove(gone)
 
@@ -391,6 +409,14 @@ class Catalog:
     def tools(self) -> Iterator[CatalogTool]:
         return iter(self._state.tools.values())
 
+    @property
+    def tool_count(self) -> int:
+        return len(self._state.tools)
+
+    def assignment_tools(self, assignment: CatalogAssignment) -> Mapping[str, CatalogTool]:
+        """The live tools ``assignment`` holds, by address (empty when retired)."""
+        return self._state.placed.get((assignment.machine, assignment.role), _NO_TOOLS)
+
     def machine_status(self, machine: str, now: datetime | None = None) -> str:
         state = self._state.machines.get(machine)
         if state is None:
@@ -420,6 +446,10 @@ class Catalog:
 
     def assignments(self) -> list[CatalogAssignment]:
         return list(self._state.assignments.values())
+
+    def assignment(self, machine: str, role: str) -> CatalogAssignment | None:
+        """``machine``'s assignment ``role``, retired or not; ``None`` when there is none."""
+        return self._state.assignments.get((machine, role))
 
     # --- loading ---------------------------------------------------------------------------
 

@@ -77,6 +77,17 @@ class Permissions:
                 return Decision(rule.allow, rule.row)
         return Decision(False, None)
 
+    def decide_all(self, holder: str, role: str) -> Decision | None:
+        """The decision every tool at ``holder/role`` gets, or ``None`` when a rule naming some
+        of its tools comes before any rule that decides them all: then ask tool by tool."""
+        for rule in self._rules:
+            pattern = rule.pattern
+            if (pattern.holder is None or pattern.holder == holder) and (
+                pattern.role is None or pattern.role == role
+            ):
+                return None if pattern.tool is not None else Decision(rule.allow, rule.row)
+        return Decision(False, None)
+
     def permits(self, address: str) -> bool:
         if not self._any_allow:
             return False

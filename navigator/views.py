@@ -53,5 +53,5 @@ def mesh_view(catalog: Catalog) -> dict[str, Any]:
         "seats": seats,
         "machines": list(machines.values()),
         "nodeSeats": [{"role": role, "holderCount": n} for role, n in sorted(node_seats.items())],
-        "tools": sum(1 for _ in catalog.tools()),
+        "tools": catalog.tool_count,
     }

@@ -6,12 +6,20 @@ the same way.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from navigator.addresses import MESH, WILDCARD, Address
-from navigator.catalog import ANSWERING, NOT_ANSWERING, RETIRED, Catalog, CatalogTool
+from navigator.catalog import (
+    ANSWERING,
+    NOT_ANSWERING,
+    RETIRED,
+    Catalog,
+    CatalogAssignment,
+    CatalogTool,
+)
 from navigator.errors import UnknownTool
 from navigator.grants import Permissions
 from navigator.limits import LIMITS
@@ -33,47 +41,96 @@ class _Holding:
     module: str
     kind: str
     status: str
-    tools: list[CatalogTool] = field(default_factory=list)
+    tools: Collection[CatalogTool]
 
 
-def _holdings(catalog: Catalog, permissions: Permissions) -> list[_Holding]:
+def _holdings(
+    catalog: Catalog,
+    permissions: Permissions,
+    candidates: Iterable[CatalogAssignment],
+    wanted: Callable[[CatalogAssignment], bool],
+) -> list[_Holding]:
+    """The ``wanted`` assignments among ``candidates`` that offer the caller a tool, each with
+    those tools.
+
+    An assignment's tools are read only when it is wanted, and only one by one when a grant
+    names some of them: a walk costs what it lists, not the whole mesh.
+    """
     now = datetime.now(UTC)
-    holdings: dict[tuple[str, str], _Holding] = {}
-    for assignment in catalog.assignments():
-        if not assignment.tools:
+    holdings = []
+    for assignment in candidates:
+        if not wanted(assignment):
+            continue
+        every = permissions.decide_all(assignment.holder, assignment.address_role)
+        if every is not None and not every.allowed:
             continue
         status = catalog.assignment_status(assignment, now)
-        if status == RETIRED or not permissions.may_reach_holder(assignment.holder):
+        tools = catalog.assignment_tools(assignment)
+        if status == RETIRED or not tools:
             continue
-        holdings[(assignment.machine, assignment.role)] = _Holding(
-            machine=assignment.machine,
-            role=assignment.role,
-            holder=assignment.holder,
-            address_role=assignment.address_role,
-            module=assignment.module,
-            kind="seat" if assignment.seat else assignment.kind.replace("_", " "),
-            status=status,
-        )
-    for tool in catalog.tools():
-        holding = holdings.get((tool.machine, tool.endpoint_role))
-        if holding is not None and permissions.decide(tool.holder, tool.role, tool.name).allowed:
-            holding.tools.append(tool)
-    return [h for h in holdings.values() if h.tools]
+        allowed: Collection[CatalogTool] = tools.values()
+        if every is None:
+            allowed = [
+                tool
+                for tool in allowed
+                if permissions.decide(tool.holder, tool.role, tool.name).allowed
+            ]
+        if allowed:
+            holdings.append(
+                _Holding(
+                    machine=assignment.machine,
+                    role=assignment.role,
+                    holder=assignment.holder,
+                    address_role=assignment.address_role,
+                    module=assignment.module,
+                    kind=_kind(assignment),
+                    status=status,
+                    tools=allowed,
+                )
+            )
+    return holdings
+
+
+def _kind(assignment: CatalogAssignment) -> str:
+    """How a listing names an assignment's kind: seat, node seat or assignment."""
+    return "seat" if assignment.seat else assignment.kind.replace("_", " ")
+
+
+def _candidates(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
+    """The assignments the listing at ``address`` may read: a machine's assignment by its key,
+    every one otherwise."""
+    if address is not None and address.role is not None and address.holder not in (MESH, WILDCARD):
+        assignment = catalog.assignment(address.holder, address.role)
+        return () if assignment is None else (assignment,)
+    return catalog.assignments()
+
+
+def _wanted(address: Address | None) -> Callable[[CatalogAssignment], bool]:
+    """Which assignments the listing at ``address`` reads."""
+    if address is None:
+        return lambda assignment: True
+    holder, role = address.holder, address.role
+    if holder == WILDCARD:
+        return lambda a: _kind(a) == "node seat" and a.role == role
+    if role is None and holder == MESH:
+        return lambda a: a.seat is not None
+    if role is None:
+        return lambda a: a.machine == holder and not a.seat
+    return lambda a: (a.holder, a.address_role) == (holder, role)
 
 
 def walk(catalog: Catalog, permissions: Permissions, address: Address | None) -> dict[str, Any]:
     """The listing at ``address`` (the whole mesh when ``None``), before paging."""
-    holdings = _holdings(catalog, permissions)
+    holdings = _holdings(catalog, permissions, _candidates(catalog, address), _wanted(address))
     if address is None:
         return {"address": None, "kind": "mesh", "entries": _top(catalog, holdings)}
     if address.holder == WILDCARD:
         return _node_seat(str(address.role), holdings)
     if address.role is None and address.holder == MESH:
-        seats = [_seat_entry(h) for h in holdings if h.kind == "seat"]
+        seats = [_seat_entry(h) for h in holdings]
         return {"address": MESH, "kind": "mesh seats", "entries": sorted(seats, key=_by_address)}
     if address.role is None:
-        mine = [h for h in holdings if h.machine == address.holder and h.kind != "seat"]
-        if not mine:
+        if not holdings:
             raise UnknownTool(NOTHING_HERE)
         entries = [
             {
@@ -83,7 +140,7 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
                 "status": h.status,
                 "tools": len(h.tools),
             }
-            for h in mine
+            for h in holdings
         ]
         return {
             "address": address.holder,
@@ -91,26 +148,26 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
             "status": catalog.machine_status(address.holder),
             "entries": sorted(entries, key=_by_address),
         }
-    for holding in holdings:
-        if (holding.holder, holding.address_role) == (address.holder, address.role):
-            tools = sorted(holding.tools, key=lambda t: t.address)
-            return {
-                "address": str(address),
-                "kind": holding.kind,
-                "module": holding.module,
+    if not holdings:
+        raise UnknownTool(NOTHING_HERE)
+    holding = holdings[0]
+    tools = sorted(holding.tools, key=lambda t: t.address)
+    return {
+        "address": str(address),
+        "kind": holding.kind,
+        "module": holding.module,
+        "status": holding.status,
+        "entries": [
+            {
+                "address": t.address,
+                "kind": "tool",
+                "title": t.title,
+                "summary": t.summary,
                 "status": holding.status,
-                "entries": [
-                    {
-                        "address": t.address,
-                        "kind": "tool",
-                        "title": t.title,
-                        "summary": t.summary,
-                        "status": holding.status,
-                    }
-                    for t in tools
-                ],
             }
-    raise UnknownTool(NOTHING_HERE)
+            for t in tools
+        ],
+    }
 
 
 def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
@@ -118,9 +175,7 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
     contract on two or more machines is one ``*/ROLE/TOOL`` entry with the first 16 holders in
     address order and their count (its status theirs), a contract on one machine is its own
     address (SPEC §3)."""
-    held = sorted(
-        (h for h in holdings if h.kind == "node seat" and h.role == role), key=lambda h: h.holder
-    )
+    held = sorted(holdings, key=lambda h: h.holder)
     if not held:
         raise UnknownTool(NOTHING_HERE)
     offered: dict[tuple[str, str], list[tuple[_Holding, CatalogTool]]] = defaultdict(list)

@@ -1,0 +1,186 @@
+"""``seats`` reads only the assignments its address names, and an assignment's tools one by one
+only when a grant names some of them; its listings are those of deciding every tool of the mesh
+(SPEC §3, §4)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import navigator.walk as walk_module
+from navigator.addresses import parse_walk_address
+from navigator.catalog import RETIRED, Catalog
+from navigator.errors import UnknownTool
+from navigator.grants import Caller, Permissions, compile_permissions
+from registry import CatalogStore, GrantRecord, GrantSnapshot, NewTool, Registry, migrate
+
+ALICE = Caller("alice", frozenset({"ops"}))
+HOLDERS = ["db1", "db2", "web1", "mesh"]
+ROLES = ["pg", "node", "backup", "files"]
+TOOL_NAMES = ["query", "drop", "run", "status"]
+
+
+def _tool(name: str) -> NewTool:
+    return NewTool(
+        name=name,
+        definition={"name": name, "inputSchema": {"type": "object"}},
+        contract_digest=name * 16,
+    )
+
+
+def _tools(*names: str) -> list[NewTool]:
+    return [_tool(name) for name in names]
+
+
+def _targets() -> st.SearchStrategy[str]:
+    holder, role, tool = (st.sampled_from([*names, "*"]) for names in (HOLDERS, ROLES, TOOL_NAMES))
+    return st.one_of(
+        holder, st.tuples(holder, role).map("/".join), st.tuples(holder, role, tool).map("/".join)
+    )
+
+
+_ROWS = st.lists(
+    st.tuples(
+        st.sampled_from(["alice", "*"]),
+        _targets(),
+        st.sampled_from(["allow", "deny"]),
+        st.sampled_from([(), ("ops",), ("admin",)]),
+    ),
+    max_size=6,
+)
+
+
+def _permissions(rows: list[tuple[str, str, str, tuple[str, ...]]]) -> Permissions:
+    records = tuple(
+        GrantRecord(number, principal, target, scopes, effect, number)
+        for number, (principal, target, effect, scopes) in enumerate(rows, start=1)
+    )
+    return compile_permissions(ALICE, GrantSnapshot(revision=len(records), rows=records))
+
+
+@given(rows=_ROWS, holder=st.sampled_from(HOLDERS), role=st.sampled_from(ROLES))
+def test_a_decision_for_every_tool_is_each_tools_decision(
+    rows: list[tuple[str, str, str, tuple[str, ...]]], holder: str, role: str
+) -> None:
+    permissions = _permissions(rows)
+    every = permissions.decide_all(holder, role)
+    if every is not None:
+        for tool in [*TOOL_NAMES, "never_named"]:
+            assert permissions.decide(holder, role, tool) == every
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """Machine assignments, node seats on two machines (one contract differing), a mesh seat, a
+    retired assignment and one that no tool is left in."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('walk') / 'r.db'}"
+    migrate(url)
+    registry = Registry(url)
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        for machine in ("db1", "db2"):
+            store.put_assignment(machine, "pg", module="postgres", tools=_tools("query", "drop"))
+            store.put_assignment(
+                machine, "node", module="node", kind="node_seat", tools=_tools("status", "run")
+            )
+        store.put_assignment(
+            "web1", "node", module="node", kind="node_seat", tools=_tools("status")
+        )
+        store.put_assignment(
+            "web1", "backup", module="stdio", tools=_tools("run", "status"), seat="backup"
+        )
+        store.put_assignment("web1", "files", module="stdio", tools=_tools("query"))
+        store.put_assignment("db2", "files", module="stdio", tools=[])
+        store.retire_assignment("web1", "files")
+    view = Catalog(registry)
+    asyncio.run(view.load())
+    yield view
+    registry.dispose()
+
+
+def every_tool_decided(
+    catalog: Catalog, permissions: Permissions, candidates: Any, wanted: Any
+) -> list[walk_module._Holding]:
+    """The walk's holdings as the navigator first made them: every assignment and every tool of
+    the mesh looked at, each tool given to the assignment that placed it."""
+    holdings = {}
+    for assignment in catalog.assignments():
+        status = catalog.assignment_status(assignment)
+        if wanted(assignment) and status != RETIRED:
+            holdings[(assignment.machine, assignment.role)] = walk_module._Holding(
+                machine=assignment.machine,
+                role=assignment.role,
+                holder=assignment.holder,
+                address_role=assignment.address_role,
+                module=assignment.module,
+                kind=walk_module._kind(assignment),
+                status=status,
+                tools=[],
+            )
+    for tool in catalog.tools():
+        holding = holdings.get((tool.machine, tool.endpoint_role))
+        if holding is not None and permissions.decide(tool.holder, tool.role, tool.name).allowed:
+            holding.tools.append(tool)  # type: ignore[attr-defined]
+    return [holding for holding in holdings.values() if holding.tools]
+
+
+ADDRESSES = [
+    *(None, "db1", "db2", "web1", "mesh", "mesh/backup", "db1/pg", "db2/node", "web1/files"),
+    *("web1/backup", "db2/files", "*/node", "*/pg"),
+]
+
+
+def _listing(catalog: Catalog, permissions: Permissions, address: str | None) -> object:
+    try:
+        parsed = None if address is None else parse_walk_address(address)
+        return walk_module.walk(catalog, permissions, parsed)
+    except UnknownTool:
+        return "nothing here"
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@given(rows=_ROWS)
+def test_every_listing_is_that_of_deciding_every_tool(
+    catalog: Catalog, rows: list[tuple[str, str, str, tuple[str, ...]]]
+) -> None:
+    permissions = _permissions(rows)
+    quick = {address: _listing(catalog, permissions, address) for address in ADDRESSES}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(walk_module, "_holdings", every_tool_decided)
+        slow = {address: _listing(catalog, permissions, address) for address in ADDRESSES}
+    assert quick == slow
+
+
+async def test_a_seat_moved_before_its_old_machine_is_read_again_is_listed_once(
+    tmp_path: Path,
+) -> None:
+    """A catch-up can apply the machine a seat moved to before the one it left: the address is
+    the new machine's from then on, and the old machine's assignment offers nothing of it."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    migrate(url)
+    registry = Registry(url)
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web1", "backup", module="stdio", tools=_tools("run"), seat="backup")
+        store.put_assignment("web2", "backup", module="stdio", tools=_tools("run"))
+    view = Catalog(registry)
+    await view.load()
+    with registry.transaction() as session:
+        CatalogStore(session).place_seat("backup", "web2", "backup")
+    admin = _permissions([("alice", "*", "allow", ())])
+    await view._reload_machine("web2")  # web1 not yet: its assignment still says it holds the seat
+    seat = walk_module.walk(view, admin, parse_walk_address("mesh"))
+    assert [(e["address"], e["tools"]) for e in seat["entries"]] == [("mesh/backup", 1)]
+    with pytest.raises(UnknownTool):
+        walk_module.walk(view, admin, parse_walk_address("web1"))
+    await view._reload_machine("web1")
+    web1 = walk_module.walk(view, admin, parse_walk_address("web1"))
+    assert [(e["address"], e["tools"]) for e in web1["entries"]] == [("web1/backup", 1)]
+    assert {t.address for t in view.tools()} == {"mesh/backup/run", "web1/backup/run"}
+    registry.dispose()
