@@ -12,9 +12,13 @@ Zipf-weighted) plus invented product words. Sections, per size:
            index's own allocations (tracemalloc; the documents themselves counted apart) and the
            process's RSS growth
   queries  p50/p95/p99 of SearchIndex.search in process (limit 8), over natural-language, keyword,
-           holder-naming and misspelled queries, with a grant-evaluator stand-in as ``permits``
-           (its own cost per call is printed): wall and CPU time once the caches are warm, and the
-           first (cold) pass; then the same with ``within`` patterns
+           holder-naming and misspelled queries, asked as the navigator asks it: a caller's grants
+           (a dozen rows of every kind) compiled by the grant evaluator for each query: wall and
+           CPU time once the caches are warm, and the first (cold) pass; then the same with
+           ``within`` patterns
+  restricted  callers allowed one machine, one module or one tool, next to asking the grant
+           evaluator about every tool the query finds (alternating, query by query; every 8th
+           query from 50,000 tools on)
   assign   one new assignment of 50 tools: upsert time, and upsert + the first search finding it;
            then retiring it, and retiring (and putting back) assignments indexed at the build
   peer     FastMCP's BM25SearchTransform over the same tools (flattened names, as it needs) in the
@@ -52,7 +56,10 @@ sys.path.insert(0, str(ROOT))
 from fastmcp.server.transforms.search.bm25 import BM25SearchTransform  # noqa: E402
 from fastmcp.tools.base import Tool as FastMCPTool  # noqa: E402
 
+from navigator.addresses import parse_pattern  # noqa: E402
+from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.search import SearchIndex, ToolDocument, document_from_tool  # noqa: E402
+from registry import GrantRecord, GrantSnapshot  # noqa: E402
 
 # -- the shared modules: one contract each, on many machines ------------------------------------
 
@@ -251,46 +258,39 @@ def load_queries(seed: int) -> list[str]:
     return natural + keywords
 
 
-class GrantStandIn:
-    """Work like navigator.grants.Permissions.permits: split the address, then try a dozen rules,
-    most specific first (fewest ``*``, then the leftmost exact segment; deny first on ties)."""
+#: The benchmark's caller: a dozen grant rows of every kind, as an operator writes them.
+GRANT_ROWS = [
+    ("*/*/*", "allow"), ("*/node/*", "allow"), ("*/fail2ban/unban", "deny"),
+    ("*/postgres/*", "allow"), ("*/postgres/execute", "deny"), ("*/sqlite/execute", "deny"),
+    ("*/docker/stop_container", "deny"), ("m0001", "deny"), ("m0002", "allow"),
+    ("mesh/seat-4", "deny"), ("*/redis/delete", "deny"), ("*/redis/set", "deny"),
+]  # fmt: skip
 
-    ROWS = [
-        ("*/*/*", True), ("*/node/*", True), ("*/fail2ban/unban", False),
-        ("*/postgres/*", True), ("*/postgres/execute", False), ("*/sqlite/execute", False),
-        ("*/docker/stop_container", False), ("m0001/*/*", False), ("m0002/*/*", True),
-        ("mesh/seat-4/*", False), ("*/redis/delete", False), ("*/redis/set", False),
-    ]  # fmt: skip
 
-    def __init__(self) -> None:
-        rules = []
-        for pattern, allow in self.ROWS:
-            parts = tuple(None if part == "*" else part for part in pattern.split("/"))
-            exact = tuple(part is not None for part in parts)
-            rules.append(((-sum(exact), tuple(not e for e in exact), allow), parts, allow))
-        self.rules = [(parts, allow) for _, parts, allow in sorted(rules)]
+def _permissions(rows: list[tuple[str, str]]) -> Permissions:
+    """The navigator's grant evaluator for a caller with ``rows``."""
+    records = tuple(
+        GrantRecord(number, "bench", target, (), effect, number)
+        for number, (target, effect) in enumerate(rows, start=1)
+    )
+    return compile_permissions(
+        Caller("bench", frozenset()), GrantSnapshot(revision=len(records), rows=records)
+    )
 
-    def __call__(self, address: str) -> bool:
-        holder, role, tool = address.split("/", 2)
-        for (h, r, t), allow in self.rules:
-            if (h is None or h == holder) and (r is None or r == role) and (t is None or t == tool):
-                return allow
-        return False
+
+def _search(index: SearchIndex, query: str, permissions: Permissions, **options: Any) -> object:
+    """``search`` as the navigator asks it: the grant evaluator with its shortcuts."""
+    return index.search(
+        query,
+        permits=permissions.permits,
+        reach=permissions.reach,
+        permits_every_holder=permissions.permits_every_holder,
+        **options,
+    )
 
 
 def _within(pattern: str) -> Callable[[str], bool]:
-    """A ``within`` narrowing as the navigator passes it (its parsed pattern's matcher), or, when
-    the navigator's package is not importable, an equivalent plain function."""
-    try:
-        from navigator.addresses import parse_pattern
-    except ImportError:
-        wanted = pattern.split("/")
-
-        def within(address: str) -> bool:
-            parts = address.split("/")
-            return all(w in ("*", s) for w, s in zip(wanted, parts, strict=True))
-
-        return within
+    """A ``within`` narrowing as the navigator passes it: its parsed pattern's matcher."""
     return parse_pattern(pattern).matches_address
 
 
@@ -345,24 +345,26 @@ def measure_index(mesh: Mesh, args: argparse.Namespace) -> None:
 def measure_queries(mesh: Mesh, args: argparse.Namespace) -> None:
     assert mesh.index is not None
     index = mesh.index
-    permits = GrantStandIn()
     started = time.perf_counter()
     calls = 20_000
-    for number in range(calls):
-        permits(f"m{number % 500:04d}/postgres/list_tables")
+    for number in range(calls):  # a request compiles its grants once, then asks
+        _permissions(GRANT_ROWS).permits(f"m{number % 500:04d}/postgres/list_tables")
     per_call = (time.perf_counter() - started) / calls * 1e6
     cold = []
     for query in mesh.queries:  # the first pass warms the caches, as a running navigator has them
         started = time.perf_counter_ns()
-        index.search(query, permits=permits)
+        _search(index, query, _permissions(GRANT_ROWS))
         cold.append((time.perf_counter_ns() - started) / 1e6)
     samples, cpu = [], []
     for query in mesh.queries:
         started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
-        index.search(query, permits=permits)
+        _search(index, query, _permissions(GRANT_ROWS))
         cpu.append((time.thread_time_ns() - started_cpu) / 1e6)
         samples.append((time.perf_counter_ns() - started) / 1e6)
-    print(f"  queries  wall {_percentiles(samples)}   permits stand-in {per_call:.2f} µs/call")
+    print(
+        f"  queries  wall {_percentiles(samples)}   grants compiled and first asked"
+        f" {per_call:.2f} µs ({len(GRANT_ROWS)} rows)"
+    )
     print(f"           cpu  {_percentiles(cpu)}")
     print(
         f"           cold {_percentiles(cold)}   (first pass after the bulk load: terms renormalise, corrections uncached)"
@@ -373,11 +375,38 @@ def measure_queries(mesh: Mesh, args: argparse.Namespace) -> None:
     for number, query in enumerate(mesh.queries):
         within = _within(patterns[number % len(patterns)])
         started, started_cpu = time.perf_counter_ns(), time.thread_time_ns()
-        index.search(query, permits=permits, within=within)
+        _search(index, query, _permissions(GRANT_ROWS), within=within)
         narrowed_cpu.append((time.thread_time_ns() - started_cpu) / 1e6)
         narrowed.append((time.perf_counter_ns() - started) / 1e6)
     print(f"  within   wall {_percentiles(narrowed)}   patterns {', '.join(patterns)}")
     print(f"           cpu  {_percentiles(narrowed_cpu)}")
+
+
+def measure_restricted(mesh: Mesh, args: argparse.Namespace) -> None:
+    """Callers allowed a part of the mesh: with the grant evaluator's shortcuts (what a caller
+    cannot reach is never ranked; a tool decided alike on every holder is not asked about holder
+    by holder), and, alternately, asking ``permits`` about every tool the query finds."""
+    assert mesh.index is not None
+    index = mesh.index
+    callers = {
+        f"one machine ({mesh.holders[3]})": [(mesh.holders[3], "allow")],
+        "one module (*/postgres)": [("*/postgres", "allow")],
+        "one tool": [(f"{mesh.holders[3]}/node/uptime", "allow")],
+    }
+    sampled = 1 if mesh.size < 50_000 else 8  # the baseline takes up to a second a query there
+    for name, rows in callers.items():
+        quick, every = [], []
+        for number, query in enumerate(mesh.queries):
+            started = time.perf_counter_ns()
+            _search(index, query, _permissions(rows))
+            quick.append((time.perf_counter_ns() - started) / 1e6)
+            if number % sampled == 0:
+                started = time.perf_counter_ns()
+                index.search(query, permits=_permissions(rows).permits)
+                every.append((time.perf_counter_ns() - started) / 1e6)
+        print(f"  caller   {name}")
+        print(f"           wall {_percentiles(quick)}")
+        print(f"           every tool asked: {_percentiles(every)}")
 
 
 def measure_assignment(mesh: Mesh, args: argparse.Namespace) -> None:
@@ -550,6 +579,7 @@ def measure_through_mcp(mesh: Mesh, args: argparse.Namespace) -> None:
 SECTIONS: list[Callable[[Mesh, argparse.Namespace], None]] = [
     measure_index,
     measure_queries,
+    measure_restricted,
     measure_assignment,
     measure_peer,
     measure_through_mcp,

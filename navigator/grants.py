@@ -54,6 +54,10 @@ class _Rule:
     row: GrantRecord
 
 
+#: Tools (role and name) whose holders' decisions one request keeps.
+_DECIDED_TOOLS = 4096
+
+
 class Permissions:
     """A caller's grants compiled from one snapshot: cheap to ask many times within one request."""
 
@@ -62,6 +66,7 @@ class Permissions:
         self.revision = snapshot.revision
         self._rules = rules
         self._any_allow = any(rule.allow for rule in rules)
+        self._by_tool: dict[tuple[str, str], tuple[bool, dict[str, bool]]] = {}
 
     @functools.cached_property
     def rows_fingerprint(self) -> str:
@@ -89,14 +94,49 @@ class Permissions:
         return Decision(False, None)
 
     def permits(self, address: str) -> bool:
+        """``decide(...).allowed`` for an address, asked for every holder of a tool at once: a
+        search meets one tool on up to every machine of the mesh."""
         if not self._any_allow:
             return False
         holder, role, tool = address.split("/", 2)
-        return self.decide(holder, role, tool).allowed
+        allowed, by_holder = self._by_tool.get((role, tool)) or self._holders_of(role, tool)
+        return by_holder.get(holder, allowed)
 
-    def may_reach_holder(self, holder: str) -> bool:
-        """Could any tool of ``holder`` be allowed? A cheap pre-check before walking its tools."""
-        return any(rule.allow and rule.pattern.covers_holder(holder) for rule in self._rules)
+    def permits_every_holder(self, role: str, tool: str) -> bool | None:
+        """Whether ``permits`` allows ``*/role/tool`` on every holder (True) or on none (False);
+        ``None`` when it depends on the holder."""
+        allowed, by_holder = self._holders_of(role, tool)
+        return allowed if all(verdict is allowed for verdict in by_holder.values()) else None
+
+    def _holders_of(self, role: str, tool: str) -> tuple[bool, dict[str, bool]]:
+        """How the rules decide ``*/role/tool``: the decision of the holders that rules name
+        before any rule that names no holder, and that rule's for every other holder."""
+        decided = self._by_tool.get((role, tool))
+        if decided is None:
+            allowed, by_holder = False, dict[str, bool]()
+            for rule in self._rules:
+                pattern = rule.pattern
+                if (pattern.role is None or pattern.role == role) and (
+                    pattern.tool is None or pattern.tool == tool
+                ):
+                    if pattern.holder is None:
+                        allowed = rule.allow
+                        break
+                    by_holder.setdefault(pattern.holder, rule.allow)
+            decided = (allowed, by_holder)
+            if len(self._by_tool) < _DECIDED_TOOLS:
+                self._by_tool[(role, tool)] = decided
+        return decided
+
+    @functools.cached_property
+    def reach(self) -> tuple[Pattern, ...] | None:
+        """Patterns one of which every tool the caller may be allowed matches (its allow rules'),
+        or ``None`` when one of them names neither a holder nor a role: a bound for search to
+        narrow by before asking ``permits`` tool by tool."""
+        patterns = tuple(rule.pattern for rule in self._rules if rule.allow)
+        if any(pattern.holder is None and pattern.role is None for pattern in patterns):
+            return None
+        return patterns
 
 
 def _sort_key(rule: _Rule, caller: Caller) -> tuple[int, tuple[int, tuple[bool, bool, bool]], int]:

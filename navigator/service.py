@@ -182,7 +182,8 @@ class Navigator:
             within=None if pattern is None else pattern.matches_address,
             offset=position.offset,
             limit=limit,
-            may_reach_holder=permissions.may_reach_holder,
+            reach=permissions.reach,
+            permits_every_holder=permissions.permits_every_holder,
         )
         results = [self._result(hit, schemas) for hit in page.hits]
         taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)

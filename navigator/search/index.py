@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import insort
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 #: Texts analysed at once while an index is built: each batch's postings are counted in one numpy
 #: pass, and the text sent to the worker a batch at a time.
 BUILD_BATCH = 8192
+#: A caller whose allow rules reach more tools than this is not narrowed to them before ranking:
+#: collecting them would cost more than walking the best texts until a page is found.
+REACH_NARROWS = 16_384
 #: A build with more new texts than this analyses them in a forked worker process (``worker``),
 #: beside the caller's own work; a smaller one analyses them itself, as cheap as starting a worker.
 WORKER_MIN_TEXTS = BUILD_BATCH
@@ -240,19 +243,23 @@ class SearchIndex:
         within: Callable[[str], bool] | None = None,
         offset: int = 0,
         limit: int = 8,
-        may_reach_holder: Callable[[str], bool] | None = None,
+        reach: Sequence[Pattern] | None = None,
+        permits_every_holder: Callable[[str, str], bool | None] | None = None,
     ) -> SearchPage:
         """One page of the ranked, collapsed hits for ``query`` among the permitted tools.
 
-        ``may_reach_holder``, when given, is a cheap test that no tool of a holder is permitted
-        when it answers false (``Permissions.may_reach_holder``); it spares walking that holder's
-        tools to learn that the caller sees none of them.
+        Two shortcuts, both optional, neither changing a page. ``reach``: patterns one of which
+        every permitted tool matches (``Permissions.reach``); tools that match none are never
+        ranked, so a caller allowed a few machines' tools pays for those, not for every tool the
+        query's words reach. ``permits_every_holder(role, tool)``: True or False when ``permits``
+        gives every holder of the tool the same answer (``Permissions.permits_every_holder``), so
+        a module on a thousand machines is not asked about machine by machine.
         """
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
         with self._lock:
             wanted = offset + limit + 1
-            hits = self._ranked_hits(query, permits, within, wanted, may_reach_holder)
+            hits = self._ranked_hits(query, permits, within, wanted, reach, permits_every_holder)
             return SearchPage(hits[offset : offset + limit], len(hits) > offset + limit)
 
     def _ranked_hits(
@@ -261,10 +268,11 @@ class SearchIndex:
         permits: Callable[[str], bool],
         within: Callable[[str], bool] | None,
         wanted: int,
-        may_reach_holder: Callable[[str], bool] | None,
+        reach: Sequence[Pattern] | None,
+        permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> list[Hit]:
         words = self._analyzer.query_words(query)
-        holders_by_word = self._visible_holders(words, permits, may_reach_holder)
+        holders_by_word = self._visible_holders(words, permits, reach)
         plan = plan_query(
             words,
             document_frequencies=self._postings.document_frequencies,
@@ -284,17 +292,19 @@ class SearchIndex:
             bounds = scores.copy()
             for slot, bonus in self._slot_bonuses(bonuses).items():
                 bounds[slot] += bonus
-        narrowed = self._narrowed_slots(within)
-        if narrowed is not None:
-            kept = np.zeros(len(bounds), dtype=bool)
-            kept[narrowed] = True
-            bounds = np.where(kept, bounds, 0.0)
+        for narrowed in (self._narrowed_slots(within), self._reached_slots(reach)):
+            if narrowed is not None:
+                kept = np.zeros(len(bounds), dtype=bool)
+                kept[narrowed] = True
+                bounds = np.where(kept, bounds, 0.0)
         candidates = np.flatnonzero(bounds > 0.0)
         return first_hits(
             candidates,
             bounds,
             wanted,
-            lambda slot: self._hit(slot, float(scores[slot]), bonuses, permits, within),
+            lambda slot: self._hit(
+                slot, float(scores[slot]), bonuses, permits, within, permits_every_holder
+            ),
         )
 
     def _narrowed_slots(self, within: Callable[[str], bool] | None) -> list[int] | None:
@@ -308,6 +318,33 @@ class SearchIndex:
             Pattern.matches_address
         ):
             return None
+        slots = self._pattern_slots(pattern)
+        return None if slots is None else sorted(slots)
+
+    def _reached_slots(self, reach: Sequence[Pattern] | None) -> list[int] | None:
+        """The slots with a member matching one of ``reach``; ``None`` when one of them names
+        neither a holder nor a role (it reaches everything), or when they reach so many tools
+        that walking the best texts first finds a page sooner. Only a shortcut, as above: the
+        members left are still asked of ``permits``."""
+        if reach is None:
+            return None
+        reached = 0
+        for pattern in reach:
+            if pattern.holder is not None:
+                reached += len(self._by_holder.get(pattern.holder, ()))
+            elif pattern.role is not None:
+                reached += len(self._slots_by_role.get(pattern.role, ()))
+            else:
+                return None
+            if reached > REACH_NARROWS:
+                return None
+        slots: set[int] = set()
+        for pattern in reach:
+            slots |= self._pattern_slots(pattern) or set()
+        return sorted(slots)
+
+    def _pattern_slots(self, pattern: Pattern) -> set[int] | None:
+        """The slots with a member ``pattern`` may match, when it names a holder or a role."""
         if pattern.holder is not None:
             slots: set[int] = set()
             for address in self._by_holder.get(pattern.holder, ()):
@@ -315,16 +352,16 @@ class SearchIndex:
                 if pattern.role is None or document.role == pattern.role:
                     key = (document.role, document.name, document.contract_digest)
                     slots.add(self._texts[key].slot)
-            return sorted(slots)
+            return slots
         if pattern.role is not None:
-            return sorted(self._slots_by_role.get(pattern.role, ()))
+            return set(self._slots_by_role.get(pattern.role, ()))
         return None
 
     def _visible_holders(
         self,
         words: list[QueryWord],
         permits: Callable[[str], bool],
-        may_reach_holder: Callable[[str], bool] | None,
+        reach: Sequence[Pattern] | None,
     ) -> dict[str, list[str]]:
         """The holders each of the query's words names, among those the caller sees a tool of.
 
@@ -339,7 +376,7 @@ class SearchIndex:
             visible = sorted(
                 holder
                 for holder in self._holders_by_word[word.surface]
-                if (may_reach_holder is None or may_reach_holder(holder))
+                if (reach is None or any(pattern.covers_holder(holder) for pattern in reach))
                 and any(permits(address) for address in self._by_holder[holder])
             )
             if visible:
@@ -380,25 +417,29 @@ class SearchIndex:
         bonuses: dict[str, float],
         permits: Callable[[str], bool],
         within: Callable[[str], bool] | None,
+        permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> Hit | None:
         tool_text = self._by_slot[slot]
-        permitted = [
-            address
-            for address in tool_text.members
-            if (within is None or within(address)) and permits(address)
-        ]
+        role, name, _ = tool_text.key
+        every = None if permits_every_holder is None else permits_every_holder(role, name)
+        if every is False:
+            return None
+        members = tool_text.members
+        if within is not None:
+            members = [address for address in members if within(address)]
+        permitted = members if every else [address for address in members if permits(address)]
         if not permitted:
             return None
-        documents = [self._documents[address] for address in permitted]
-        if bonuses:
-            score += max(bonuses.get(document.holder, 0.0) for document in documents)
+        if bonuses:  # a member's holder is its address's first segment
+            score += max(bonuses.get(address.split("/", 1)[0], 0.0) for address in permitted)
         if score <= 0.0:
             return None
-        if len(documents) == 1:
-            return Hit(documents[0].address, documents[0], (), 1, score)
-        role, name, _ = tool_text.key
-        holders = tuple(document.holder for document in documents[: LIMITS.collapsed_holders])
-        return Hit(f"*/{role}/{name}", documents[0], holders, len(documents), score)
+        first = self._documents[permitted[0]]
+        if len(permitted) == 1:
+            return Hit(first.address, first, (), 1, score)
+        shown = permitted[: LIMITS.collapsed_holders]
+        holders = tuple(self._documents[address].holder for address in shown)
+        return Hit(f"*/{role}/{name}", first, holders, len(permitted), score)
 
 
 def _analyse(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from navigator.errors import RegistryUnavailable
 from navigator.grants import Caller, compile_permissions
@@ -183,3 +185,37 @@ def test_fingerprint_moves_with_any_applicable_row() -> None:
         revision=2, rows=(GrantRecord(row.id, "alice", "*/*/*", (), "deny", row.revision + 1),)
     )
     assert compile_permissions(ALICE, changed).rows_fingerprint != one.rows_fingerprint
+
+
+SEGMENTS = (["db1", "db2", "mesh"], ["pg", "node"], ["query", "drop"])
+_target = st.tuples(*(st.sampled_from([*names, "*"]) for names in SEGMENTS)).map("/".join)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["alice", "*"]),
+            st.sampled_from(["allow", "deny"]),
+            st.one_of(_target, _target.map(lambda t: t.rsplit("/", 1)[0])),
+            st.sampled_from([(), ("ops",), ("admin",)]),
+        ),
+        max_size=6,
+    )
+)
+def test_permits_is_the_deciding_rows_verdict_for_every_address(
+    specs: list[tuple[str, str, str, tuple[str, ...]]],
+) -> None:
+    """``permits`` decides a tool for all its holders at once, and ``permits_every_holder``
+    answers for all of them when they agree; ``decide`` goes rule by rule."""
+    permissions = compile_permissions(ALICE, rows(*specs))
+    for role in [*SEGMENTS[1], "other"]:
+        for tool in [*SEGMENTS[2], "other"]:
+            verdicts = set()
+            for holder in [*SEGMENTS[0], "web9"]:
+                expected = permissions.decide(holder, role, tool).allowed
+                assert permissions.permits(f"{holder}/{role}/{tool}") is expected
+                verdicts.add(expected)
+            every = permissions.permits_every_holder(role, tool)
+            assert every is None or verdicts == {every}
+            if len(verdicts) == 2:
+                assert every is None

@@ -14,10 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import navigator.search.index as search_index
 from navigator.addresses import parse_pattern
+from navigator.grants import Caller, compile_permissions
 from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
 from navigator.search.vocabulary import Vocabulary
+from registry import GrantRecord, GrantSnapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -249,9 +252,7 @@ def test_a_holder_the_caller_cannot_see_changes_nothing_it_finds(hidden: str) ->
     index.upsert([doc(f"{hidden}/secret/scan", "Scan negatives.")])
     assert before == ["web1/media/list_movies"]
     assert addresses(index, "film", permits=web1_only) == before
-    assert addresses(index, "film", permits=web1_only, may_reach_holder=lambda h: h == "web1") == (
-        before
-    )
+    assert addresses(index, "film", permits=web1_only, reach=[parse_pattern("web1")]) == before
     # a holder the caller sees is still read as its name
     assert addresses(index, "film")[0] == f"{hidden}/secret/scan"
 
@@ -606,6 +607,53 @@ def test_no_hit_ever_reflects_an_address_the_caller_may_not_call(
         seen |= set(members)
     ranked = [(-hit.score, hit.address) for hit in page.hits]
     assert ranked == sorted(ranked)
+
+
+grant_targets = st.tuples(
+    st.sampled_from([*HOLDERS, "*"]), st.sampled_from([*ROLES, "*"]), st.sampled_from([*NAMES, "*"])
+).map(lambda parts: "/".join(parts).removesuffix("/*"))
+grant_rows = st.lists(st.tuples(grant_targets, st.sampled_from(["allow", "deny"])), max_size=5)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tools=st.lists(tool_strategy, max_size=30),
+    rows=grant_rows,
+    words=queries,
+    within_text=withins,
+    narrows=st.sampled_from([0, 4, 16_384]),
+)
+def test_the_grants_shortcuts_change_no_page(
+    tools: list[tuple[str, str, str, int]],
+    rows: list[tuple[str, str]],
+    words: list[str],
+    within_text: str | None,
+    narrows: int,
+) -> None:
+    """Tools no allow rule reaches are never ranked, and a tool the grants decide alike on every
+    holder is not asked about holder by holder (ADR 0007 addendum): the pages are those of asking
+    the grant evaluator about every tool the query finds."""
+    records = tuple(
+        GrantRecord(number, "alice", target, (), effect, number)
+        for number, (target, effect) in enumerate(rows, start=1)
+    )
+    permissions = compile_permissions(
+        Caller("alice", frozenset()), GrantSnapshot(revision=len(records), rows=records)
+    )
+    within = None if within_text is None else parse_pattern(within_text).matches_address
+    index = index_of(*build(tools).values())
+    query = " ".join(words)
+    for offset in (0, 3):
+        with pytest.MonkeyPatch.context() as patch:  # reached tools past it: no narrowing
+            patch.setattr(search_index, "REACH_NARROWS", narrows)
+            narrowed = index.search(
+                query, permits=permissions.permits, within=within, offset=offset, limit=4,
+                reach=permissions.reach, permits_every_holder=permissions.permits_every_holder,
+            )  # fmt: skip
+        every = index.search(
+            query, permits=permissions.permits, within=within, offset=offset, limit=4
+        )
+        assert narrowed == every
 
 
 operations = st.lists(
