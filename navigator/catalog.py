@@ -284,6 +284,8 @@ class _State:
 
     machines: dict[str, _Machine] = field(default_factory=dict)
     assignments: dict[tuple[str, str], CatalogAssignment] = field(default_factory=dict)
+    #: The same assignments by machine, then role: a machine's are read without the others.
+    by_machine: dict[str, dict[str, CatalogAssignment]] = field(default_factory=dict)
     tools: dict[str, CatalogTool] = field(default_factory=dict)
     #: The same tools by the assignment that placed them ((machine, role)): a walk reads one
     #: assignment's tools without looking at every tool of the mesh.
@@ -304,6 +306,7 @@ class _State:
         key = (assignment.machine, assignment.role)
         previous = self.assignments.get(key)
         self.assignments[key] = assignment
+        self.by_machine.setdefault(assignment.machine, {})[assignment.role] = assignment
         documents: list[ToolDocument] = []
         placed: set[str] = set()
         if not assignment.retired:  # or its machine is (the catalogue rows say so)
@@ -358,6 +361,10 @@ class _State:
 
     def drop_assignment(self, key: tuple[str, str]) -> None:
         old = self.assignments.pop(key, None)
+        roles = self.by_machine.get(key[0], {})
+        roles.pop(key[1], None)
+        if not roles:
+            self.by_machine.pop(key[0], None)
         if old is not None:
             self._drop_tools(old, key, keep=set())
 
@@ -446,6 +453,10 @@ class Catalog:
 
     def assignments(self) -> list[CatalogAssignment]:
         return list(self._state.assignments.values())
+
+    def machine_assignments(self, machine: str) -> list[CatalogAssignment]:
+        """``machine``'s assignments, retired ones included."""
+        return list(self._state.by_machine.get(machine, {}).values())
 
     def assignment(self, machine: str, role: str) -> CatalogAssignment | None:
         """``machine``'s assignment ``role``, retired or not; ``None`` when there is none."""
@@ -538,7 +549,7 @@ class Catalog:
         state = self._state
         if machine is not None:
             state.put_machine(machine)
-        stale = {key for key in state.assignments if key[0] == name}
+        stale = {(name, role) for role in state.by_machine.get(name, ())}
         contracts = _Contracts(self._contracts)
         for assignment, tools in _assignments(rows):
             stale.discard((assignment.machine, assignment.role))

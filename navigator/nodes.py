@@ -296,10 +296,16 @@ class NodeConnections:
         #: One lock per endpoint, held while its client opens (the handshake with its node): a
         #: node that accepts connections and never answers holds up calls to itself only.
         self._opening: dict[str, anyio.Lock] = {}
-        self._verify = verify
+        # one context for every node: made per client, reading the CA bundle took ~40 ms of the
+        # event loop on each node's first call
+        self._verify = (
+            verify
+            if isinstance(verify, ssl.SSLContext)
+            else httpx2.create_ssl_context(verify=verify, trust_env=False)
+        )
 
     @property
-    def verify(self) -> ssl.SSLContext | bool:
+    def verify(self) -> ssl.SSLContext:
         """What nodes' certificates are checked against."""
         return self._verify
 

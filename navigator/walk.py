@@ -70,11 +70,7 @@ def _holdings(
             continue
         allowed: Collection[CatalogTool] = tools.values()
         if every is None:
-            allowed = [
-                tool
-                for tool in allowed
-                if permissions.decide(tool.holder, tool.role, tool.name).allowed
-            ]
+            allowed = [tool for tool in allowed if permissions.permits(tool.address)]
         if allowed:
             holdings.append(
                 _Holding(
@@ -98,11 +94,13 @@ def _kind(assignment: CatalogAssignment) -> str:
 
 def _candidates(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
     """The assignments the listing at ``address`` may read: a machine's assignment by its key,
-    every one otherwise."""
-    if address is not None and address.role is not None and address.holder not in (MESH, WILDCARD):
-        assignment = catalog.assignment(address.holder, address.role)
-        return () if assignment is None else (assignment,)
-    return catalog.assignments()
+    a machine's by its name, every one otherwise."""
+    if address is None or address.holder in (MESH, WILDCARD):
+        return catalog.assignments()
+    if address.role is None:
+        return catalog.machine_assignments(address.holder)
+    assignment = catalog.assignment(address.holder, address.role)
+    return () if assignment is None else (assignment,)
 
 
 def _wanted(address: Address | None) -> Callable[[CatalogAssignment], bool]:

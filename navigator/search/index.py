@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 #: Texts analysed at once while an index is built: each batch's postings are counted in one numpy
 #: pass, and the text sent to the worker a batch at a time.
 BUILD_BATCH = 8192
+#: A query word naming more holders than this (among those the caller sees) names none of them.
+HOLDER_WORD_HOLDERS = 16
 #: A caller whose allow rules reach more tools than this is not narrowed to them before ranking:
 #: collecting them would cost more than walking the best texts until a page is found.
 REACH_NARROWS = 16_384
@@ -368,18 +370,24 @@ class SearchIndex:
         A word naming a holder is read as that holder's name (never corrected, no related words),
         so a holder the caller cannot see must not count: a hidden machine named "film" would
         otherwise change which visible tools "film" finds, and tell the caller it exists.
+
+        A word that names more than ``HOLDER_WORD_HOLDERS`` holders the caller sees (the "web"
+        of web-001 … web-900) names none of them: it is read as a word, and the holders are not
+        looked at past the first that many.
         """
         named: dict[str, list[str]] = {}
         for word in words:
             if word.surface in named or word.surface not in self._holders_by_word:
                 continue
-            visible = sorted(
-                holder
-                for holder in self._holders_by_word[word.surface]
-                if (reach is None or any(pattern.covers_holder(holder) for pattern in reach))
-                and any(permits(address) for address in self._by_holder[holder])
-            )
-            if visible:
+            visible: list[str] = []
+            for holder in sorted(self._holders_by_word[word.surface]):
+                if (
+                    reach is None or any(pattern.covers_holder(holder) for pattern in reach)
+                ) and any(permits(address) for address in self._by_holder[holder]):
+                    visible.append(holder)
+                    if len(visible) > HOLDER_WORD_HOLDERS:
+                        break
+            if visible and len(visible) <= HOLDER_WORD_HOLDERS:
                 named[word.surface] = visible
         return named
 

@@ -257,6 +257,25 @@ def test_a_holder_the_caller_cannot_see_changes_nothing_it_finds(hidden: str) ->
     assert addresses(index, "film")[0] == f"{hidden}/secret/scan"
 
 
+@pytest.mark.parametrize(
+    ("holders", "hidden", "named"), [(16, 0, True), (17, 0, False), (17, 1, True)]
+)
+def test_a_word_naming_too_many_holders_names_none(holders: int, hidden: int, named: bool) -> None:
+    """The "web" of web-00 … web-16 says no one machine, and reading it as their names walked
+    every tool of every one of them; holders the caller cannot see are not counted."""
+    index = index_of(
+        doc("db1/app/report", "Report the status."),
+        *(doc(f"web-{n:02d}/app/report_{n}", "Report the status.") for n in range(holders)),
+    )
+    seen = {f"web-{n:02d}" for n in range(holders - hidden)} | {"db1"}
+
+    def permits(address: str) -> bool:
+        return address.split("/", maxsplit=1)[0] in seen
+
+    first = addresses(index, "web status", permits=permits)[0]
+    assert first.startswith("web-") is named
+
+
 def test_a_role_named_in_the_query_boosts_its_tools() -> None:
     index = index_of(
         doc("db1/postgres/query", "Run a read-only SQL query."),
