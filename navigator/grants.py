@@ -54,19 +54,61 @@ class _Rule:
     row: GrantRecord
 
 
-#: Tools (role and name) whose holders' decisions one request keeps.
-_DECIDED_TOOLS = 4096
+_NEVER = 1 << 62  # a rule position later than any
+
+
+@dataclass(slots=True)
+class _Bucket:
+    """The rules that name the same role and tool segments (or leave them open), by position in
+    the rule order: the first for each holder they name, the first that names no holder, and the
+    first position of a holder-naming allow and deny."""
+
+    holders: dict[str, tuple[int, _Rule]] = field(default_factory=dict)
+    anyone: tuple[int, _Rule] | None = None
+    first_named: dict[bool, int] = field(default_factory=lambda: {True: _NEVER, False: _NEVER})
+
+    def add(self, position: int, rule: _Rule) -> None:
+        holder = rule.pattern.holder
+        if holder is None:
+            if self.anyone is None:
+                self.anyone = (position, rule)
+            return
+        self.holders.setdefault(holder, (position, rule))
+        self.first_named[rule.allow] = min(self.first_named[rule.allow], position)
+
+
+def _earliest(buckets: list[_Bucket], holder: str) -> tuple[int, _Rule] | None:
+    best: tuple[int, _Rule] | None = None
+    for bucket in buckets:
+        for found in (bucket.holders.get(holder), bucket.anyone):
+            if found is not None and (best is None or found[0] < best[0]):
+                best = found
+    return best
 
 
 class Permissions:
-    """A caller's grants compiled from one snapshot: cheap to ask many times within one request."""
+    """A caller's grants compiled from one snapshot: cheap to ask many times within one request.
+
+    The rules are kept in SPEC §4's order and, beside it, in buckets by the role and tool
+    segments they name, so a decision is a few dictionary lookups however many rows apply: the
+    first rule matching an address is the earliest of its buckets' rules for its holder and for
+    any holder.
+    """
 
     def __init__(self, caller: Caller, snapshot: GrantSnapshot, rules: list[_Rule]) -> None:
         self.caller = caller
         self.revision = snapshot.revision
         self._rules = rules
         self._any_allow = any(rule.allow for rule in rules)
-        self._by_tool: dict[tuple[str, str], tuple[bool, dict[str, bool]]] = {}
+        #: (role, tool) as the rules name them (None: open) -> their bucket
+        self._buckets: dict[tuple[str | None, str | None], _Bucket] = {}
+        #: role as the rules that name a tool name it -> one bucket of all of them
+        self._tool_naming: dict[str | None, _Bucket] = {}
+        for position, rule in enumerate(rules):
+            pattern = rule.pattern
+            self._buckets.setdefault((pattern.role, pattern.tool), _Bucket()).add(position, rule)
+            if pattern.tool is not None:
+                self._tool_naming.setdefault(pattern.role, _Bucket()).add(position, rule)
 
     @functools.cached_property
     def rows_fingerprint(self) -> str:
@@ -76,57 +118,46 @@ class Permissions:
             ",".join(f"{r.row.id}:{r.row.revision}" for r in self._rules).encode()
         ).hexdigest()
 
+    def _buckets_of(self, role: str, tool: str) -> list[_Bucket]:
+        get = self._buckets.get
+        found = (get((role, tool)), get((role, None)), get((None, tool)), get((None, None)))
+        return [bucket for bucket in found if bucket is not None]
+
     def decide(self, holder: str, role: str, tool: str) -> Decision:
-        for rule in self._rules:
-            if rule.pattern.matches(holder, role, tool):
-                return Decision(rule.allow, rule.row)
-        return Decision(False, None)
+        first = _earliest(self._buckets_of(role, tool), holder)
+        return Decision(False, None) if first is None else Decision(first[1].allow, first[1].row)
 
     def decide_all(self, holder: str, role: str) -> Decision | None:
         """The decision every tool at ``holder/role`` gets, or ``None`` when a rule naming some
         of its tools comes before any rule that decides them all: then ask tool by tool."""
-        for rule in self._rules:
-            pattern = rule.pattern
-            if (pattern.holder is None or pattern.holder == holder) and (
-                pattern.role is None or pattern.role == role
-            ):
-                return None if pattern.tool is not None else Decision(rule.allow, rule.row)
-        return Decision(False, None)
+        get = self._buckets.get
+        open_tool = [b for b in (get((role, None)), get((None, None))) if b is not None]
+        naming = [
+            b for b in (self._tool_naming.get(role), self._tool_naming.get(None)) if b is not None
+        ]
+        first = _earliest(open_tool, holder)
+        named = _earliest(naming, holder)
+        if named is not None and (first is None or named[0] < first[0]):
+            return None
+        return Decision(False, None) if first is None else Decision(first[1].allow, first[1].row)
 
     def permits(self, address: str) -> bool:
-        """``decide(...).allowed`` for an address, asked for every holder of a tool at once: a
-        search meets one tool on up to every machine of the mesh."""
+        """``decide(...).allowed`` for an address."""
         if not self._any_allow:
             return False
         holder, role, tool = address.split("/", 2)
-        allowed, by_holder = self._by_tool.get((role, tool)) or self._holders_of(role, tool)
-        return by_holder.get(holder, allowed)
+        first = _earliest(self._buckets_of(role, tool), holder)
+        return first is not None and first[1].allow
 
     def permits_every_holder(self, role: str, tool: str) -> bool | None:
-        """Whether ``permits`` allows ``*/role/tool`` on every holder (True) or on none (False);
-        ``None`` when it depends on the holder."""
-        allowed, by_holder = self._holders_of(role, tool)
-        return allowed if all(verdict is allowed for verdict in by_holder.values()) else None
-
-    def _holders_of(self, role: str, tool: str) -> tuple[bool, dict[str, bool]]:
-        """How the rules decide ``*/role/tool``: the decision of the holders that rules name
-        before any rule that names no holder, and that rule's for every other holder."""
-        decided = self._by_tool.get((role, tool))
-        if decided is None:
-            allowed, by_holder = False, dict[str, bool]()
-            for rule in self._rules:
-                pattern = rule.pattern
-                if (pattern.role is None or pattern.role == role) and (
-                    pattern.tool is None or pattern.tool == tool
-                ):
-                    if pattern.holder is None:
-                        allowed = rule.allow
-                        break
-                    by_holder.setdefault(pattern.holder, rule.allow)
-            decided = (allowed, by_holder)
-            if len(self._by_tool) < _DECIDED_TOOLS:
-                self._by_tool[(role, tool)] = decided
-        return decided
+        """True or False when ``permits`` gives ``*/role/tool`` that answer on every holder;
+        ``None`` when it may depend on the holder (a search then asks holder by holder)."""
+        buckets = self._buckets_of(role, tool)
+        anyone = min((b.anyone for b in buckets if b.anyone is not None), default=None)
+        allowed = anyone is not None and anyone[1].allow
+        before = _NEVER if anyone is None else anyone[0]
+        differing = min((b.first_named[not allowed] for b in buckets), default=_NEVER)
+        return None if differing < before else allowed
 
     @functools.cached_property
     def reach(self) -> tuple[Pattern, ...] | None:

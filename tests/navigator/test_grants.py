@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from navigator.errors import RegistryUnavailable
-from navigator.grants import Caller, compile_permissions
+from navigator.grants import Caller, Permissions, compile_permissions
 from registry import GrantRecord, GrantSnapshot
 
 ALICE = Caller("alice", frozenset({"ops"}))
@@ -189,33 +191,66 @@ def test_fingerprint_moves_with_any_applicable_row() -> None:
 
 SEGMENTS = (["db1", "db2", "mesh"], ["pg", "node"], ["query", "drop"])
 _target = st.tuples(*(st.sampled_from([*names, "*"]) for names in SEGMENTS)).map("/".join)
-
-
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["alice", "*"]),
-            st.sampled_from(["allow", "deny"]),
-            st.one_of(_target, _target.map(lambda t: t.rsplit("/", 1)[0])),
-            st.sampled_from([(), ("ops",), ("admin",)]),
-        ),
-        max_size=6,
-    )
+_SPECS = st.lists(
+    st.tuples(
+        st.sampled_from(["alice", "*"]),
+        st.sampled_from(["allow", "deny"]),
+        st.one_of(_target, _target.map(lambda t: t.rsplit("/", 1)[0])),
+        st.sampled_from([(), ("ops",), ("admin",)]),
+    ),
+    max_size=8,
 )
-def test_permits_is_the_deciding_rows_verdict_for_every_address(
+
+
+def _first_rule(permissions: Permissions, holder: str, role: str, tool: str) -> Any:
+    """SPEC §4 read literally: the first rule in order whose target matches the address."""
+    return next((r for r in permissions._rules if r.pattern.matches(holder, role, tool)), None)
+
+
+@settings(max_examples=300)
+@given(_SPECS)
+def test_every_decision_is_the_first_matching_rule_in_order(
     specs: list[tuple[str, str, str, tuple[str, ...]]],
 ) -> None:
-    """``permits`` decides a tool for all its holders at once, and ``permits_every_holder``
-    answers for all of them when they agree; ``decide`` goes rule by rule."""
+    """The rules are looked up in buckets, not read in order; the decisions are those of reading
+    them in order: ``decide`` and ``permits`` for each address, ``decide_all`` for every tool of
+    a holder's role, ``permits_every_holder`` for every holder of a tool."""
     permissions = compile_permissions(ALICE, rows(*specs))
+    holders = [*SEGMENTS[0], "web9"]
     for role in [*SEGMENTS[1], "other"]:
-        for tool in [*SEGMENTS[2], "other"]:
+        tools = [*SEGMENTS[2], "other"]
+        for holder in holders:
             verdicts = set()
-            for holder in [*SEGMENTS[0], "web9"]:
-                expected = permissions.decide(holder, role, tool).allowed
+            for tool in tools:
+                rule = _first_rule(permissions, holder, role, tool)
+                expected = rule is not None and rule.allow
+                decision = permissions.decide(holder, role, tool)
+                assert (decision.allowed, decision.row) == (
+                    expected,
+                    None if rule is None else rule.row,
+                )
                 assert permissions.permits(f"{holder}/{role}/{tool}") is expected
                 verdicts.add(expected)
-            every = permissions.permits_every_holder(role, tool)
-            assert every is None or verdicts == {every}
-            if len(verdicts) == 2:
+            every = permissions.decide_all(holder, role)
+            first = next(
+                (
+                    r
+                    for r in permissions._rules
+                    if r.pattern.holder in (None, holder) and r.pattern.role in (None, role)
+                ),
+                None,
+            )
+            if first is not None and first.pattern.tool is not None:
                 assert every is None
+            else:
+                assert every is not None and every.allowed is (first is not None and first.allow)
+                assert verdicts == {every.allowed}
+        for tool in tools:
+            answers = {
+                _first_rule(permissions, holder, role, tool) for holder in [*holders, "web8"]
+            }
+            allowed = {rule is not None and rule.allow for rule in answers}
+            every_holder = permissions.permits_every_holder(role, tool)
+            assert every_holder is None or allowed == {every_holder}
+            if len(allowed) == 2:
+                assert every_holder is None
