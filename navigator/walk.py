@@ -6,7 +6,7 @@ the same way.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,22 +45,17 @@ class _Holding:
 
 
 def _holdings(
-    catalog: Catalog,
-    permissions: Permissions,
-    candidates: Iterable[CatalogAssignment],
-    wanted: Callable[[CatalogAssignment], bool],
+    catalog: Catalog, permissions: Permissions, address: Address | None
 ) -> list[_Holding]:
-    """The ``wanted`` assignments among ``candidates`` that offer the caller a tool, each with
+    """The assignments the listing at ``address`` names that offer the caller a tool, each with
     those tools.
 
-    An assignment's tools are read only when it is wanted, and only one by one when a grant
-    names some of them: a walk costs what it lists, not the whole mesh.
+    Only those assignments are read, and their tools one by one only when a grant names some of
+    them: a walk costs what it lists, not the whole mesh.
     """
     now = datetime.now(UTC)
     holdings = []
-    for assignment in candidates:
-        if not wanted(assignment):
-            continue
+    for assignment in _named(catalog, address):
         every = permissions.decide_all(assignment.holder, assignment.address_role)
         if every is not None and not every.allowed:
             continue
@@ -92,34 +87,25 @@ def _kind(assignment: CatalogAssignment) -> str:
     return "seat" if assignment.seat else assignment.kind.replace("_", " ")
 
 
-def _candidates(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
-    """The assignments the listing at ``address`` may read: a machine's assignment by its key,
-    a machine's by its name, every one otherwise."""
-    if address is None or address.holder in (MESH, WILDCARD):
-        return catalog.assignments()
-    if address.role is None:
-        return catalog.machine_assignments(address.holder)
-    assignment = catalog.assignment(address.holder, address.role)
-    return () if assignment is None else (assignment,)
-
-
-def _wanted(address: Address | None) -> Callable[[CatalogAssignment], bool]:
-    """Which assignments the listing at ``address`` reads."""
+def _named(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
+    """The assignments the listing at ``address`` reads: every one at the top, a machine's by
+    its name, one of them by its key; the mesh seats and a node seat by what they are."""
     if address is None:
-        return lambda assignment: True
+        return catalog.assignments()
     holder, role = address.holder, address.role
     if holder == WILDCARD:
-        return lambda a: _kind(a) == "node seat" and a.role == role
-    if role is None and holder == MESH:
-        return lambda a: a.seat is not None
+        return [a for a in catalog.assignments() if _kind(a) == "node seat" and a.role == role]
+    if holder == MESH:  # a seat is addressed by its name
+        return [a for a in catalog.assignments() if a.seat is not None and role in (None, a.seat)]
     if role is None:
-        return lambda a: a.machine == holder and not a.seat
-    return lambda a: (a.holder, a.address_role) == (holder, role)
+        return [a for a in catalog.machine_assignments(holder) if not a.seat]
+    assignment = catalog.assignment(holder, role)
+    return () if assignment is None or assignment.seat else (assignment,)
 
 
 def walk(catalog: Catalog, permissions: Permissions, address: Address | None) -> dict[str, Any]:
     """The listing at ``address`` (the whole mesh when ``None``), before paging."""
-    holdings = _holdings(catalog, permissions, _candidates(catalog, address), _wanted(address))
+    holdings = _holdings(catalog, permissions, address)
     if address is None:
         return {"address": None, "kind": "mesh", "entries": _top(catalog, holdings)}
     if address.holder == WILDCARD:

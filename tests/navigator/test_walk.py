@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import navigator.walk as walk_module
-from navigator.addresses import parse_walk_address
+from navigator.addresses import Address, parse_walk_address
 from navigator.catalog import RETIRED, Catalog
 from navigator.errors import UnknownTool
 from navigator.grants import Caller, Permissions, compile_permissions
@@ -22,7 +21,7 @@ from registry import CatalogStore, GrantRecord, GrantSnapshot, NewTool, Registry
 
 ALICE = Caller("alice", frozenset({"ops"}))
 HOLDERS = ["db1", "db2", "web1", "mesh"]
-ROLES = ["pg", "node", "backup", "files"]
+ROLES = ["pg", "node", "backup", "files", "reports"]
 TOOL_NAMES = ["query", "drop", "run", "status"]
 
 
@@ -77,8 +76,8 @@ def test_a_decision_for_every_tool_is_each_tools_decision(
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """Machine assignments, node seats on two machines (one contract differing), a mesh seat, a
-    retired assignment and one that no tool is left in."""
+    """Machine assignments, node seats on three machines (one contract differing), two mesh
+    seats, a retired assignment and one that no tool is left in."""
     url = f"sqlite:///{tmp_path_factory.mktemp('walk') / 'r.db'}"
     migrate(url)
     registry = Registry(url)
@@ -95,6 +94,9 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
         store.put_assignment(
             "web1", "backup", module="stdio", tools=_tools("run", "status"), seat="backup"
         )
+        store.put_assignment(
+            "db2", "reports", module="stdio", tools=_tools("query", "run"), seat="reports"
+        )
         store.put_assignment("web1", "files", module="stdio", tools=_tools("query"))
         store.put_assignment("db2", "files", module="stdio", tools=[])
         store.retire_assignment("web1", "files")
@@ -105,14 +107,15 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
 
 
 def every_tool_decided(
-    catalog: Catalog, permissions: Permissions, candidates: Any, wanted: Any
+    catalog: Catalog, permissions: Permissions, address: Address | None
 ) -> list[walk_module._Holding]:
     """The walk's holdings as the navigator first made them: every assignment and every tool of
-    the mesh looked at, each tool given to the assignment that placed it."""
+    the mesh looked at, each tool given to the assignment that placed it, and the assignments the
+    address names picked out after."""
     holdings = {}
     for assignment in catalog.assignments():
         status = catalog.assignment_status(assignment)
-        if wanted(assignment) and status != RETIRED:
+        if status != RETIRED:
             holdings[(assignment.machine, assignment.role)] = walk_module._Holding(
                 machine=assignment.machine,
                 role=assignment.role,
@@ -127,12 +130,25 @@ def every_tool_decided(
         holding = holdings.get((tool.machine, tool.endpoint_role))
         if holding is not None and permissions.decide(tool.holder, tool.role, tool.name).allowed:
             holding.tools.append(tool)  # type: ignore[attr-defined]
-    return [holding for holding in holdings.values() if holding.tools]
+    return [h for h in holdings.values() if h.tools and _names(address, h)]
+
+
+def _names(address: Address | None, holding: walk_module._Holding) -> bool:
+    """Whether the listing at ``address`` shows ``holding`` (SPEC §3)."""
+    if address is None:
+        return True
+    if address.holder == "*":
+        return holding.kind == "node seat" and holding.role == address.role
+    if address.role is None:
+        if address.holder == "mesh":
+            return holding.kind == "seat"
+        return holding.machine == address.holder and holding.kind != "seat"
+    return (holding.holder, holding.address_role) == (address.holder, address.role)
 
 
 ADDRESSES = [
     *(None, "db1", "db2", "web1", "mesh", "mesh/backup", "db1/pg", "db2/node", "web1/files"),
-    *("web1/backup", "db2/files", "*/node", "*/pg"),
+    *("web1/backup", "db2/files", "*/node", "*/pg", "mesh/reports", "mesh/other"),
 ]
 
 
