@@ -162,10 +162,10 @@ class Permissions:
     @functools.cached_property
     def reach(self) -> tuple[Pattern, ...] | None:
         """Patterns one of which every tool the caller may be allowed matches (its allow rules'),
-        or ``None`` when one of them names neither a holder nor a role: a bound for search to
-        narrow by before asking ``permits`` tool by tool."""
+        or ``None`` when one of them names no segment (``*/*/*``): a bound for search to narrow
+        by before asking ``permits`` tool by tool."""
         patterns = tuple(rule.pattern for rule in self._rules if rule.allow)
-        if any(pattern.holder is None and pattern.role is None for pattern in patterns):
+        if any(pattern.specificity[0] == 0 for pattern in patterns):
             return None
         return patterns
 

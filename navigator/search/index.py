@@ -97,6 +97,8 @@ class SearchIndex:
         self._texts: dict[_GroupKey, _ToolText] = {}
         self._by_slot: dict[int, _ToolText] = {}
         self._slots_by_role: dict[str, set[int]] = {}
+        # most names are one text's: a list costs a quarter of a set
+        self._slots_by_name: dict[str, list[int]] = {}
         self._by_holder: dict[str, set[str]] = {}
         self._holders_by_word: dict[str, set[str]] = {}
         self._lock = threading.RLock()
@@ -207,10 +209,8 @@ class SearchIndex:
                 # Slots are freed only below, after this batch's new texts took theirs: a stale
                 # slot still maps to its stale text.
                 del self._by_slot[slot]
-                role_slots = self._slots_by_role[text.key[0]]
-                role_slots.discard(slot)
-                if not role_slots:
-                    del self._slots_by_role[text.key[0]]
+                _discard(self._slots_by_role, text.key[0], slot)
+                _discard(self._slots_by_name, text.key[1], slot)
             self._vocabulary.discard(self._postings.remove(terms))
 
     def _fields(self, key: _GroupKey, text: _Text) -> tuple[list[str], ...]:
@@ -231,9 +231,14 @@ class SearchIndex:
         slots, new_terms = self._postings.add_many(fields)
         self._vocabulary.add(new_terms)
         for text, slot in zip(texts, slots, strict=True):
-            text.slot = slot
-            self._by_slot[slot] = text
-            self._slots_by_role.setdefault(text.key[0], set()).add(slot)
+            self._place(text, slot)
+
+    def _place(self, text: _ToolText, slot: int) -> None:
+        """Give an indexed text its slot, findable by its role and by its tool name."""
+        text.slot = slot
+        self._by_slot[slot] = text
+        self._slots_by_role.setdefault(text.key[0], set()).add(slot)
+        self._slots_by_name.setdefault(text.key[1], []).append(slot)
 
     # -- search --------------------------------------------------------------------------------
 
@@ -311,7 +316,7 @@ class SearchIndex:
 
     def _narrowed_slots(self, within: Callable[[str], bool] | None) -> list[int] | None:
         """The slots that can hold a match of ``within``, when it is the navigator's parsed
-        pattern (``Pattern.matches_address``) naming a holder or a role; else ``None``.
+        pattern (``Pattern.matches_address``) naming a segment; else ``None``.
 
         Only a shortcut: ``within`` is still asked of every member of what is left.
         """
@@ -325,19 +330,17 @@ class SearchIndex:
 
     def _reached_slots(self, reach: Sequence[Pattern] | None) -> list[int] | None:
         """The slots with a member matching one of ``reach``; ``None`` when one of them names
-        neither a holder nor a role (it reaches everything), or when they reach so many tools
-        that walking the best texts first finds a page sooner. Only a shortcut, as above: the
-        members left are still asked of ``permits``."""
+        no segment (it reaches everything), or when they reach so many tools that walking the
+        best texts first finds a page sooner. Only a shortcut, as above: the members left are
+        still asked of ``permits``."""
         if reach is None:
             return None
         reached = 0
         for pattern in reach:
-            if pattern.holder is not None:
-                reached += len(self._by_holder.get(pattern.holder, ()))
-            elif pattern.role is not None:
-                reached += len(self._slots_by_role.get(pattern.role, ()))
-            else:
+            size = self._pattern_size(pattern)
+            if size is None:
                 return None
+            reached += size
             if reached > REACH_NARROWS:
                 return None
         slots: set[int] = set()
@@ -345,19 +348,39 @@ class SearchIndex:
             slots |= self._pattern_slots(pattern) or set()
         return sorted(slots)
 
+    def _pattern_size(self, pattern: Pattern) -> int | None:
+        """At least as many as the tools or texts ``_pattern_slots`` reads for ``pattern``."""
+        if pattern.holder is not None:
+            return len(self._by_holder.get(pattern.holder, ()))
+        sizes = [
+            len(slots.get(segment, ()))
+            for slots, segment in ((self._slots_by_role, pattern.role),
+                                   (self._slots_by_name, pattern.tool))
+            if segment is not None
+        ]  # fmt: skip
+        return min(sizes) if sizes else None
+
     def _pattern_slots(self, pattern: Pattern) -> set[int] | None:
-        """The slots with a member ``pattern`` may match, when it names a holder or a role."""
+        """The slots with a member ``pattern`` may match, when it names a segment: a holder's
+        tools, or the texts of a role and of a tool name, the fewer first."""
         if pattern.holder is not None:
             slots: set[int] = set()
             for address in self._by_holder.get(pattern.holder, ()):
                 document = self._documents[address]
-                if pattern.role is None or document.role == pattern.role:
+                if pattern.matches(document.holder, document.role, document.name):
                     key = (document.role, document.name, document.contract_digest)
                     slots.add(self._texts[key].slot)
             return slots
-        if pattern.role is not None:
-            return set(self._slots_by_role.get(pattern.role, ()))
-        return None
+        named = [
+            slots.get(segment, ())
+            for slots, segment in ((self._slots_by_role, pattern.role),
+                                   (self._slots_by_name, pattern.tool))
+            if segment is not None
+        ]  # fmt: skip
+        if not named:
+            return None
+        fewer, *more = sorted(named, key=len)
+        return set(fewer).intersection(*more)
 
     def _visible_holders(
         self,
@@ -448,6 +471,13 @@ class SearchIndex:
         shown = permitted[: LIMITS.collapsed_holders]
         holders = tuple(self._documents[address].holder for address in shown)
         return Hit(f"*/{role}/{name}", first, holders, len(permitted), score)
+
+
+def _discard(slots_by: dict[str, set[int]] | dict[str, list[int]], segment: str, slot: int) -> None:
+    slots = slots_by[segment]
+    slots.remove(slot)
+    if not slots:
+        del slots_by[segment]
 
 
 def _analyse(
@@ -555,8 +585,7 @@ class IndexBuild:
                 slot = self._next_slot
                 self._next_slot += 1
                 texts[key] = tool_text = _ToolText(key, text, slot, [address])
-                index._by_slot[slot] = tool_text
-                index._slots_by_role.setdefault(document.role, set()).add(slot)
+                index._place(tool_text, slot)
                 self._queued.append((document.name, *text, document.role))
                 if len(self._queued) >= BUILD_BATCH:
                     self._flush()

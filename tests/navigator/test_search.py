@@ -416,6 +416,34 @@ def test_a_parsed_pattern_narrows_exactly_as_a_plain_predicate(pattern: str) -> 
     )
 
 
+@pytest.mark.parametrize(
+    ("target", "tool"), [("*/*/uptime", "uptime"), ("*/app/restart", "restart")]
+)
+def test_a_pattern_naming_a_tool_narrows_before_ranking(target: str, tool: str) -> None:
+    """A caller allowed one tool on every machine, or searching within it, pays for that tool:
+    the texts of other tools the query's words reach are never asked about."""
+    documents = [doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar, restart.") for n in range(300)]
+    documents += [*uptime_on("db1", "db2"), doc("web1/app/restart", "Restart the web app.")]
+    index = index_of(*documents)
+    permissions = compile_permissions(
+        Caller("alice", frozenset()),
+        GrantSnapshot(revision=1, rows=(GrantRecord(1, "alice", target, (), "allow", 1),)),
+    )
+    asked: list[str] = []
+
+    def permits(address: str) -> bool:
+        asked.append(address)
+        return permissions.permits(address)
+
+    found = index.search("restart uptime sync", permits=permits, reach=permissions.reach).hits
+    assert {hit.document.name for hit in found} == {tool}
+    assert {address.rsplit("/", 1)[1] for address in asked} == {tool}
+    asked.clear()
+    within = parse_pattern(target).matches_address
+    assert index.search("restart uptime sync", permits=permits, within=within).hits == found
+    assert {address.rsplit("/", 1)[1] for address in asked} == {tool}
+
+
 # -- paging --------------------------------------------------------------------------------------
 
 
@@ -570,6 +598,9 @@ withins = st.one_of(
     st.none(),
     st.sampled_from(HOLDERS).map(lambda h: f"{h}/*/*"),
     st.sampled_from(ROLES).map(lambda r: f"*/{r}/*"),
+    st.tuples(
+        st.sampled_from([*HOLDERS, "*"]), st.sampled_from([*ROLES, "*"]), st.sampled_from(NAMES)
+    ).map("/".join),
 )
 
 
