@@ -451,6 +451,11 @@ class Catalog:
     def machines(self) -> list[MachineRecord]:
         return [m.record for m in self._state.machines.values()]
 
+    def machine(self, name: str) -> MachineRecord | None:
+        """The machine ``name``, retired or not; ``None`` when there is none."""
+        machine = self._state.machines.get(name)
+        return None if machine is None else machine.record
+
     def assignments(self) -> list[CatalogAssignment]:
         return list(self._state.assignments.values())
 

@@ -24,7 +24,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.service import Navigator
-from navigator.views import mesh_view
+from navigator.views import assignment_views, machine_view, mesh_view
 from navigator.walk import NOTHING_HERE
 
 __all__ = [
@@ -205,30 +205,26 @@ class Viewpoint:
                 tools=sum(e["tools"] for e in entries),
                 holdings=tuple(_holding(e, name) for e in entries),
             )
-        found = [m for m in mesh_view(self.catalog)["machines"] if m["name"] == name]
-        if not found:
+        found = machine_view(self.catalog, name)
+        if found is None:
             raise UnknownTool("No such machine.")
         counts = {} if listing is None else {e["address"]: e for e in listing["entries"]}
-        if any(a["kind"] == "seat" for a in found[0]["assignments"]):
+        if any(a["kind"] == "seat" for a in found["assignments"]):
             counts.update(await self._counts(MESH))
         top = {name: {"tools": sum(e["tools"] for e in counts.values() if e["kind"] != "seat")}}
-        return _operator_machine(found[0], top, counts)
+        return _operator_machine(found, top, counts)
 
     # --- an assignment ---------------------------------------------------------------------
 
     async def assignment(
         self, holder: str, role: str, *, page: int, tool: str | None
     ) -> AssignmentView:
-        address = str(parse_address(f"{holder}/{role}"))
+        parsed = parse_address(f"{holder}/{role}")
+        address = str(parsed)
         listing = await self._listing(address)
         entries = [] if listing is None else list(listing["entries"])
         if self.operator:
-            known = [
-                a
-                for m in mesh_view(self.catalog)["machines"]
-                for a in m["assignments"]
-                if a["address"] == address
-            ]
+            known = assignment_views(self.catalog, parsed.holder, str(parsed.role))
             if not known:
                 raise UnknownTool(NOTHING_HERE)
             known.sort(key=lambda a: a["status"] == RETIRED)
