@@ -582,13 +582,14 @@ class Catalog:
         state = self._state.machines.get(name)
         if state is not None:
             state.heartbeat_at = at
-            self._announce_status(at, only=name)
+            self._announce_status(at, {name: state})
 
-    def _announce_status(self, now: datetime, only: str | None = None) -> list[str]:
+    def _announce_status(
+        self, now: datetime, machines: dict[str, _Machine] | None = None
+    ) -> list[str]:
+        """Announce the machines (every one by default) whose status moved since last told."""
         changed = []
-        for name, state in self._state.machines.items():
-            if only is not None and name != only:
-                continue
+        for name, state in (self._state.machines if machines is None else machines).items():
             status = state.status(now)
             if status != state.announced:
                 state.announced = status

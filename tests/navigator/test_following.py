@@ -95,3 +95,30 @@ async def test_an_assignment_registered_again_removes_only_the_tools_that_left(
         assert _addresses(services.catalog) == {"m1/books/lookup"}
         hits = index.search("shelve", permits=lambda _address: True).hits
         assert "m1/books/shelve" not in [hit.address for hit in hits]
+
+
+async def test_a_heartbeat_announces_its_own_machine_and_a_refresh_every_silent_one(
+    tmp_path: Path,
+) -> None:
+    """A heartbeat noted by this navigator announces its machine's status at once; the other
+    machines' moves wait for the next refresh, which announces each of them once."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        view = services.catalog
+        for machine in ("m1", "m2", "m3"):
+            spec = AssignmentSpec(role="books", module="tools-file", tools=TOOLS)
+            await services.registrar.put_assignment(machine, spec)
+            await services.transact(lambda session, m=machine: CatalogStore(session).heartbeat(m))
+        await view.refresh_heartbeats()
+        events = view.subscribe()
+        await view.refresh_heartbeats()
+        assert events.empty()  # all answering, as already announced
+        later = datetime.now(UTC) + timedelta(hours=1)  # every heartbeat long missed
+        view.note_heartbeat("m2", later)
+        assert events.empty()  # m2 beat at that hour: still answering, nothing moved
+        view._announce_status(later)  # the refresh at that hour
+        moved = [events.get_nowait() for _ in range(events.qsize())]
+        assert [(e.kind, e.name) for e in moved] == [("status", "m1"), ("status", "m3")]
+        view.note_heartbeat("m1", later)
+        assert [(e.kind, e.name) for e in [events.get_nowait()]] == [("status", "m1")]
+        assert events.empty()
