@@ -10,35 +10,21 @@ import pytest
 
 from navigator.catalog import Catalog
 from navigator.views import assignment_views, machine_view, mesh_view
-from registry import CatalogStore, NewTool, Registry, migrate
-
-
-def _tools(*names: str) -> list[NewTool]:
-    return [
-        NewTool(name=n, definition={"name": n, "inputSchema": {"type": "object"}}, contract_digest=n * 16)
-        for n in names
-    ]  # fmt: skip
+from registry import CatalogStore, Registry, migrate
+from tests.navigator.meshes import small_mesh, tools
 
 
 @pytest.fixture
 async def catalog(tmp_path: Path) -> Catalog:
-    """Assignments, node seats, a mesh seat that moved (its old assignment still claims it), a
-    retired assignment, an empty one and a machine with nothing assigned."""
+    """``small_mesh``, with a mesh seat that moved (its old assignment still claims it) and a
+    machine with nothing assigned."""
     url = f"sqlite:///{tmp_path / 'r.db'}"
     migrate(url)
     registry = Registry(url)
     with registry.transaction() as session:
         store = CatalogStore(session)
-        for machine in ("db1", "db2"):
-            store.put_assignment(machine, "pg", module="postgres", tools=_tools("query", "drop"))
-            store.put_assignment(
-                machine, "node", module="node", kind="node_seat", tools=_tools("status")
-            )
-        store.put_assignment("web1", "backup", module="stdio", tools=_tools("run"), seat="backup")
-        store.put_assignment("web2", "backup", module="stdio", tools=_tools("run"))
-        store.put_assignment("web1", "files", module="stdio", tools=_tools("query"))
-        store.put_assignment("db2", "files", module="stdio", tools=[])
-        store.retire_assignment("web1", "files")
+        small_mesh(store)
+        store.put_assignment("web2", "backup", module="stdio", tools=tools("run"))
         store.add_machine("spare", advertise_url=None)
     view = Catalog(registry)
     await view.load()
@@ -56,7 +42,7 @@ async def test_one_machine_is_the_mesh_views_entry_for_it(catalog: Catalog) -> N
 
 @pytest.mark.parametrize(
     "address",
-    ["db1/pg", "db2/node", "web1/files", "db2/files", "mesh/backup", "web1/backup", "web2/backup",
+    ["db1/pg", "db2/node", "web1/files", "db2/files", "mesh/backup", "mesh/reports", "web2/backup",
      "spare/pg", "nowhere/pg", "mesh/other"],
 )  # fmt: skip
 async def test_an_addresss_assignments_are_the_mesh_views_entries_for_it(

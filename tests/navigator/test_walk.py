@@ -17,24 +17,13 @@ from navigator.addresses import Address, parse_walk_address
 from navigator.catalog import RETIRED, Catalog
 from navigator.errors import UnknownTool
 from navigator.grants import Caller, Permissions, compile_permissions
-from registry import CatalogStore, GrantRecord, GrantSnapshot, NewTool, Registry, migrate
+from registry import CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate
+from tests.navigator.meshes import small_mesh, tools
 
 ALICE = Caller("alice", frozenset({"ops"}))
 HOLDERS = ["db1", "db2", "web1", "mesh"]
 ROLES = ["pg", "node", "backup", "files", "reports"]
 TOOL_NAMES = ["query", "drop", "run", "status"]
-
-
-def _tool(name: str) -> NewTool:
-    return NewTool(
-        name=name,
-        definition={"name": name, "inputSchema": {"type": "object"}},
-        contract_digest=name * 16,
-    )
-
-
-def _tools(*names: str) -> list[NewTool]:
-    return [_tool(name) for name in names]
 
 
 def _targets() -> st.SearchStrategy[str]:
@@ -76,30 +65,12 @@ def test_a_decision_for_every_tool_is_each_tools_decision(
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """Machine assignments, node seats on three machines (one contract differing), two mesh
-    seats, a retired assignment and one that no tool is left in."""
+    """``small_mesh``."""
     url = f"sqlite:///{tmp_path_factory.mktemp('walk') / 'r.db'}"
     migrate(url)
     registry = Registry(url)
     with registry.transaction() as session:
-        store = CatalogStore(session)
-        for machine in ("db1", "db2"):
-            store.put_assignment(machine, "pg", module="postgres", tools=_tools("query", "drop"))
-            store.put_assignment(
-                machine, "node", module="node", kind="node_seat", tools=_tools("status", "run")
-            )
-        store.put_assignment(
-            "web1", "node", module="node", kind="node_seat", tools=_tools("status")
-        )
-        store.put_assignment(
-            "web1", "backup", module="stdio", tools=_tools("run", "status"), seat="backup"
-        )
-        store.put_assignment(
-            "db2", "reports", module="stdio", tools=_tools("query", "run"), seat="reports"
-        )
-        store.put_assignment("web1", "files", module="stdio", tools=_tools("query"))
-        store.put_assignment("db2", "files", module="stdio", tools=[])
-        store.retire_assignment("web1", "files")
+        small_mesh(CatalogStore(session))
     view = Catalog(registry)
     asyncio.run(view.load())
     yield view
@@ -183,8 +154,8 @@ async def test_a_seat_moved_before_its_old_machine_is_read_again_is_listed_once(
     registry = Registry(url)
     with registry.transaction() as session:
         store = CatalogStore(session)
-        store.put_assignment("web1", "backup", module="stdio", tools=_tools("run"), seat="backup")
-        store.put_assignment("web2", "backup", module="stdio", tools=_tools("run"))
+        store.put_assignment("web1", "backup", module="stdio", tools=tools("run"), seat="backup")
+        store.put_assignment("web2", "backup", module="stdio", tools=tools("run"))
     view = Catalog(registry)
     await view.load()
     with registry.transaction() as session:
