@@ -91,7 +91,9 @@ class Navigator:
 
     def _read_permissions(self, caller: Caller) -> Permissions:
         with self.registry.transaction() as session:
-            snapshot = AccessStore(session).snapshot(caller.principal, limit=LIMITS.grant_rows)
+            snapshot = AccessStore(session).snapshot(
+                caller.principal, caller.scopes, limit=LIMITS.grant_rows
+            )
         return compile_permissions(caller, snapshot)
 
     async def permissions(self, caller: Caller) -> Permissions:

@@ -6,13 +6,17 @@ reader that sees the new revision sees the new rows too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, delete, literal_column, or_, select
+from sqlalchemy import Boolean, String, and_, bindparam, delete, literal_column, or_, select
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
@@ -153,12 +157,44 @@ _GRANT_COLUMNS = (
     Grant.revision,
 )
 
+
+class _ScopesHeld(FunctionElement[bool]):
+    """Whether every scope in the JSON list ``needed`` is in the JSON list ``held``: a grant row
+    applies to a principal only then (SPEC §4), so rows for scopes it lacks are not read, and do
+    not count toward the rows that may apply to it."""
+
+    type = Boolean()
+    name = "scopes_held"
+    inherit_cache = True
+
+
+@compiles(_ScopesHeld)
+def _scopes_held_sqlite(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) -> str:
+    needed, held = (compiler.process(clause, **kw) for clause in element.clauses)
+    return (
+        f"NOT EXISTS (SELECT 1 FROM json_each({needed}) AS needed"
+        f" WHERE needed.value NOT IN (SELECT held.value FROM json_each({held}) AS held))"
+    )
+
+
+@compiles(_ScopesHeld, "postgresql")
+def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) -> str:
+    needed, held = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"(CAST({needed} AS JSONB) <@ CAST({held} AS JSONB))"
+
+
 _SNAPSHOT = (
     select(*_GRANT_COLUMNS)
     .select_from(Revision)
     .outerjoin(
         Grant,
-        or_(Grant.principal == bindparam("principal"), Grant.principal == literal_column("'*'")),
+        and_(
+            or_(
+                Grant.principal == bindparam("principal"),
+                Grant.principal == literal_column("'*'"),
+            ),
+            _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
+        ),
     )
     .where(Revision.name == "grants")
     .order_by(Grant.id)
@@ -181,7 +217,10 @@ _TOKEN_HOLDER = (
     .outerjoin(Revision, Revision.name == "grants")
     .outerjoin(
         Grant,
-        or_(Grant.principal == Principal.name, Grant.principal == literal_column("'*'")),
+        and_(
+            or_(Grant.principal == Principal.name, Grant.principal == literal_column("'*'")),
+            _ScopesHeld(Grant.scopes, Principal.scopes),
+        ),
     )
     .where(Principal.token_hash == bindparam("token_hash"))
     .order_by(Grant.id)
@@ -389,16 +428,20 @@ class AccessStore:
             query = query.where(Grant.principal == principal)
         return [_grant_record(r) for r in self.session.execute(query).scalars()]
 
-    def snapshot(self, principal: str, *, limit: int) -> GrantSnapshot | None:
-        """The rows naming ``principal`` or ``*`` and the grant revision, in one indexed query.
+    def snapshot(
+        self, principal: str, scopes: Iterable[str], *, limit: int
+    ) -> GrantSnapshot | None:
+        """The rows that apply to ``principal`` holding ``scopes`` — naming it or ``*``, for
+        scopes it holds — and the grant revision, in one indexed query.
 
         The revision row is joined to the grants, so the two are read together even when no grant
         applies. Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
         """
         self.session.flush()
+        held = json.dumps(sorted(set(scopes)))
         rows = (
             self.session.connection()
-            .execute(_SNAPSHOT, {"principal": principal, "limit": limit + 1})
+            .execute(_SNAPSHOT, {"principal": principal, "scopes": held, "limit": limit + 1})
             .all()
         )
         if len(rows) > limit:

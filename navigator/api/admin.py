@@ -370,7 +370,7 @@ def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str,
     """Which row decides whether ``principal`` may call ``address``, and why (``grants.explain``
     on the principal's grant rows, read now)."""
     record = store.principal(principal)
-    snapshot = store.snapshot(principal, limit=LIMITS.grant_rows)
+    snapshot = store.snapshot(principal, record.scopes, limit=LIMITS.grant_rows)
     return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
 

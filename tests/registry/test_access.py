@@ -115,7 +115,7 @@ def test_snapshot_reads_own_and_star_rows_with_the_revision(registry: Registry) 
         store.grant("*", "*/node/*", effect="allow", scopes=["ops"])
         store.grant("bob", "*/*/*", effect="allow")
     with registry.transaction() as session:
-        snapshot = AccessStore(session).snapshot("alice", limit=4096)
+        snapshot = AccessStore(session).snapshot("alice", ["ops"], limit=4096)
     assert snapshot is not None
     assert snapshot.revision == 3
     assert [(r.principal, r.target) for r in snapshot.rows] == [
@@ -126,7 +126,7 @@ def test_snapshot_reads_own_and_star_rows_with_the_revision(registry: Registry) 
 
 def test_snapshot_of_a_principal_without_rows(registry: Registry) -> None:
     with registry.transaction() as session:
-        snapshot = AccessStore(session).snapshot("nobody", limit=4096)
+        snapshot = AccessStore(session).snapshot("nobody", [], limit=4096)
     assert snapshot is not None and snapshot.rows == ()
 
 
@@ -136,8 +136,8 @@ def test_more_rows_than_the_limit_give_no_snapshot(registry: Registry) -> None:
         for i in range(6):
             store.grant("alice", f"m{i}/*/*", effect="allow")
     with registry.transaction() as session:
-        assert AccessStore(session).snapshot("alice", limit=5) is None
-        assert AccessStore(session).snapshot("alice", limit=6) is not None
+        assert AccessStore(session).snapshot("alice", [], limit=5) is None
+        assert AccessStore(session).snapshot("alice", [], limit=6) is not None
 
 
 def test_a_token_holder_comes_with_its_grants_in_one_read(registry: Registry) -> None:
@@ -152,13 +152,38 @@ def test_a_token_holder_comes_with_its_grants_in_one_read(registry: Registry) ->
     carol = read_token_holder(registry, "c" * 64, limit=4096)
     unknown = read_token_holder(registry, "f" * 64, limit=4096)
     with registry.transaction() as session:
-        expected = AccessStore(session).snapshot("alice", limit=4096)
+        expected = AccessStore(session).snapshot("alice", ["ops"], limit=4096)
     assert alice is not None and alice.name == "alice" and alice.scopes == ("ops",)
     assert alice.grants == expected
     assert carol is not None and carol.grants is not None
-    assert [r.target for r in carol.grants.rows] == ["*/node/*"]
+    assert carol.grants.rows == ()  # the * row needs ops, which carol does not hold
     assert carol.grants.revision == expected.revision  # type: ignore[union-attr]
     assert unknown is None
+
+
+def test_rows_for_scopes_a_principal_lacks_are_not_read_nor_counted(registry: Registry) -> None:
+    """SPEC §4: a row applies only to a principal holding every one of its scopes, and at most
+    4,096 rows *apply*: one team's scoped ``*`` rows (one per assignment registered with
+    ``--grant-scope-holders``) must not lock every other principal out."""
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("alice", scopes=[], token_hash="a" * 64)
+        store.add_principal("dana", scopes=["dba", "ops"], token_hash="d" * 64)
+        store.grant("alice", "db1/pg/query", effect="allow")
+        store.grant("*", "*/node/*", effect="allow", scopes=["ops", "audit"])
+        for i in range(6):
+            store.grant("*", f"m{i}/pg", effect="allow", scopes=["dba"])
+    with registry.transaction() as session:
+        alone = AccessStore(session).snapshot("alice", [], limit=5)
+        both = AccessStore(session).snapshot("dana", ["ops", "dba"], limit=6)
+        all_three = AccessStore(session).snapshot("erin", ["audit", "ops", "dba"], limit=7)
+    assert alone is not None and [r.target for r in alone.rows] == ["db1/pg/query"]
+    assert both is not None and len(both.rows) == 6  # not the row needing audit too
+    assert all_three is not None and len(all_three.rows) == 7
+    alice = read_token_holder(registry, "a" * 64, limit=5)
+    dana = read_token_holder(registry, "d" * 64, limit=5)
+    assert alice is not None and alice.grants == alone
+    assert dana is not None and dana.grants is None  # six rows apply: more than five fails closed
 
 
 def test_a_token_holder_with_too_many_rows_gets_no_grants(registry: Registry) -> None:
