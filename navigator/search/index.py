@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from navigator.addresses import Pattern
 from navigator.limits import LIMITS
@@ -278,8 +279,15 @@ class SearchIndex:
         reach: Sequence[Pattern] | None,
         permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> list[Hit]:
+        permits = _asked_once(permits)
         words = self._analyzer.query_words(query)
         holders_by_word = self._visible_holders(words, permits, reach)
+        size = self._postings.slot_count
+        narrowed = _mask(self._narrowed_slots(within), size)
+        reached = _mask(self._reached_slots(reach), size)
+        looked_at = reached if narrowed is None else narrowed  # the texts a hit may come from
+        if narrowed is not None and reached is not None:
+            looked_at = narrowed & reached
         plan = plan_query(
             words,
             document_frequencies=self._postings.document_frequencies,
@@ -289,6 +297,7 @@ class SearchIndex:
             commonness=zipf_frequency,
             stem_commonness=stem_zipf_frequency,
             settings=self._settings,
+            visible=self._visibility(permits, within, looked_at, permits_every_holder),
         )
         if plan.empty:
             return []
@@ -299,11 +308,8 @@ class SearchIndex:
             bounds = scores.copy()
             for slot, bonus in self._slot_bonuses(bonuses).items():
                 bounds[slot] += bonus
-        for narrowed in (self._narrowed_slots(within), self._reached_slots(reach)):
-            if narrowed is not None:
-                kept = np.zeros(len(bounds), dtype=bool)
-                kept[narrowed] = True
-                bounds = np.where(kept, bounds, 0.0)
+        if looked_at is not None:
+            bounds = np.where(looked_at, bounds, 0.0)
         candidates = np.flatnonzero(bounds > 0.0)
         return first_hits(
             candidates,
@@ -313,6 +319,45 @@ class SearchIndex:
                 slot, float(scores[slot]), bonuses, permits, within, permits_every_holder
             ),
         )
+
+    def _visibility(
+        self,
+        permits: Callable[[str], bool],
+        within: Callable[[str], bool] | None,
+        looked_at: npt.NDArray[np.bool_] | None,
+        permits_every_holder: Callable[[str, str], bool | None] | None,
+    ) -> Callable[[str], bool]:
+        """Whether a tool the search may return holds a term, for ``plan_query``: the term's texts
+        (those ``looked_at`` leaves) are looked at in turn until one has a member within
+        ``within`` that ``permits`` allows; once per term and search. An administrator's first
+        text answers."""
+        seen: dict[str, bool] = {}
+
+        def permitted(slot: int) -> bool:
+            tool_text = self._by_slot[slot]
+            role, name, _ = tool_text.key
+            every = None if permits_every_holder is None else permits_every_holder(role, name)
+            if every is False:
+                return False
+            return any(
+                (within is None or within(address)) and (every or permits(address))
+                for address in tool_text.members
+            )
+
+        def visible(term: str) -> bool:
+            answer = seen.get(term)
+            if answer is None:
+                slots = self._postings.slots_of(term)
+                if looked_at is not None:
+                    slots = slots[looked_at[slots]]
+                answer = seen[term] = any(
+                    permitted(slot)
+                    for start in range(0, len(slots), 64)
+                    for slot in slots[start : start + 64].tolist()
+                )
+            return answer
+
+        return visible
 
     def _narrowed_slots(self, within: Callable[[str], bool] | None) -> list[int] | None:
         """The slots that can hold a match of ``within``, when it is the navigator's parsed
@@ -471,6 +516,28 @@ class SearchIndex:
         shown = permitted[: LIMITS.collapsed_holders]
         holders = tuple(self._documents[address].holder for address in shown)
         return Hit(f"*/{role}/{name}", first, holders, len(permitted), score)
+
+
+def _asked_once(permits: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``permits``, asked at most once per address (a search asks about words, then hits)."""
+    answers: dict[str, bool] = {}
+
+    def asked(address: str) -> bool:
+        answer = answers.get(address)
+        if answer is None:
+            answer = answers[address] = permits(address)
+        return answer
+
+    return asked
+
+
+def _mask(slots: list[int] | None, size: int) -> npt.NDArray[np.bool_] | None:
+    """``slots`` as a mask over ``size`` slots; ``None`` (nothing narrowed) stays ``None``."""
+    if slots is None:
+        return None
+    kept = np.zeros(size, dtype=bool)
+    kept[slots] = True
+    return kept
 
 
 def _discard(slots_by: dict[str, set[int]] | dict[str, list[int]], segment: str, slot: int) -> None:

@@ -157,6 +157,19 @@ class PostingIndex:
         self._merge()
         return term in self._terms
 
+    @property
+    def slot_count(self) -> int:
+        """One more than the highest slot ever given: the length of ``scores``' answer."""
+        return self._next_slot
+
+    def slots_of(self, term: str) -> npt.NDArray[np.int32]:
+        """The slots of the texts that use ``term`` (a view: valid until the index changes)."""
+        self._merge()
+        postings = self._terms.get(term)
+        if postings is None:
+            return np.zeros(0, dtype=np.int32)
+        return np.frombuffer(postings.slots, dtype=np.int32)
+
     def document_frequencies(self, terms: Iterable[str]) -> list[int]:
         """How many texts use each of ``terms``, in order (0 for a term no text uses)."""
         self._merge()

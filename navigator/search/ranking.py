@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from navigator.search.text import WRITTEN, QueryWord
 from navigator.search.thesaurus import Related
-from navigator.search.vocabulary import Correction
+from navigator.search.vocabulary import Correction, closest
 
 __all__ = ["FIELDS", "FIELD_COUNT", "QueryPlan", "RankingSettings", "bm25_idf", "plan_query"]
 
@@ -113,6 +113,7 @@ def plan_query(
     commonness: Callable[[str], float],
     stem_commonness: Callable[[str], float],
     settings: RankingSettings,
+    visible: Callable[[str], bool] = lambda term: True,
 ) -> QueryPlan:
     """Turn a query's words into weighted index terms and holder words.
 
@@ -133,6 +134,13 @@ def plan_query(
     the most and costs the least to score — while they touch no more than ``related_postings``
     postings in all, so that related words add a bounded amount of work to any query on any
     catalogue.
+
+    ``visible(term)``: whether a tool the search may return holds the term. A word is corrected,
+    and a correction chosen, by the terms such tools hold: a hidden tool never decides whether
+    a caller's word is corrected or which correction wins (SPEC §3: a tool the caller may not
+    call is never hinted at). Other terms need no such test: a term only hidden tools hold
+    scores only them. Hidden tools' words still count in document frequencies, which move
+    scores (ADR 0007).
     """
     words = list(words)
     terms: dict[str, float] = {}
@@ -149,12 +157,15 @@ def plan_query(
     ):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
-        if frequency:
+        correctable = (
+            word.correctable and word.surface not in holder_words and relation == _NO_RELATED
+        )
+        if frequency and not (correctable and not visible(word.stem)):
             _accumulate(terms, word.stem, weight)
             if written_frequency:
                 _accumulate(terms, as_written, settings.written_weight * weight)
-        elif word.correctable and word.surface not in holder_words and relation == _NO_RELATED:
-            for term, distance in correct(word.surface, word.stem):
+        elif correctable:
+            for term, distance in closest(correct(word.surface, word.stem), visible):
                 _accumulate(terms, term, settings.corrected_weights[distance - 1])
     near_weight, far_weight = settings.related_weights
     candidates: dict[str, float] = {}

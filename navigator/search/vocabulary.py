@@ -4,23 +4,25 @@ A query word whose stem the index does not hold is compared — as written and a
 index's terms (stems) that share its first letter, by optimal-string-alignment distance (an edit,
 or a swap of two neighbours, counts one): up to one edit for a word of 4 to 6 letters, two for a
 longer one. Comparing with stems lets "databse" (stem ``databs``) meet "databases" (``databas``),
-and "isue" (``isu``) meet "issue" (``issu``). The closest terms win, ties broken alphabetically, so
-the same vocabulary always corrects the same way. A misspelled first letter is not corrected: it
-is rare in typing, and allowing it would turn "looking" into "cooking". Corrections are cached per
-word, and a term coming or going drops the cached corrections of words with its first letter. The
-cache is bounded per letter and in all: queries may bring words of any of Unicode's letters.
+and "isue" (``isu``) meet "issue" (``issu``). The closest terms a caller may see win (``closest``),
+ties broken alphabetically, so the same vocabulary always corrects the same way: a term only tools
+hidden from the caller hold is never a correction, nor crowds one out. A misspelled first letter
+is not corrected: it is rare in typing, and allowing it would turn "looking" into "cooking".
+Corrections are cached per word, and a term coming or going drops the cached corrections of words
+with its first letter. The cache is bounded per letter and in all: queries may bring words of any
+of Unicode's letters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from navigator.search.text import WRITTEN
 
-__all__ = ["Correction", "Vocabulary"]
+__all__ = ["Correction", "Vocabulary", "closest"]
 
 # A correction: a term of the index, and its distance from the query word's stem.
 Correction = tuple[str, int]
@@ -81,8 +83,8 @@ class Vocabulary:
             self._cached -= len(dropped)
 
     def correct(self, word: str, stem: str) -> tuple[Correction, ...]:
-        """The terms closest to a query word or its stem, with their distance (none when nothing
-        is close enough)."""
+        """Every term near enough to a query word or its stem, with its distance, closest first
+        then alphabetically (none when nothing is near enough): ``closest`` picks among them."""
         cache = self._cache.setdefault(word[0], {})
         cached = cache.get(word)
         if cached is not None:
@@ -101,10 +103,7 @@ class Vocabulary:
                     )
                     for term, distance, _ in found:
                         distances[term] = min(int(distance), distances.get(term, limit))
-            if distances:
-                best = min(distances.values())
-                closest = sorted(term for term, distance in distances.items() if distance == best)
-                corrections = tuple((term, best) for term in closest[:_MAX_CORRECTIONS])
+            corrections = tuple(sorted(distances.items(), key=lambda item: (item[1], item[0])))
         if len(cache) >= _CACHE_LIMIT:
             self._cached -= len(cache)
             cache.clear()
@@ -114,3 +113,17 @@ class Vocabulary:
         cache[word] = corrections
         self._cached += 1
         return corrections
+
+
+def closest(corrections: Iterable[Correction], visible: Callable[[str], bool]) -> list[Correction]:
+    """The first few of ``corrections`` (as ``Vocabulary.correct`` orders them) at the smallest
+    distance among the terms ``visible`` allows."""
+    chosen: list[Correction] = []
+    for term, distance in corrections:
+        if chosen and distance > chosen[0][1]:
+            break
+        if visible(term):
+            chosen.append((term, distance))
+            if len(chosen) == _MAX_CORRECTIONS:
+                break
+    return chosen

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import navigator.search.index as search_index
@@ -704,6 +704,94 @@ def test_the_grants_shortcuts_change_no_page(
             query, permits=permissions.permits, within=within, offset=offset, limit=4
         )
         assert narrowed == every
+
+
+# words with their misspellings and relatives: what a hidden tool could lend a query
+TEXT_WORDS = ["database", "databse", "zookeeper", "zoekeepy", "film", "movie", "cinema",
+              "backup", "bakup", "rotation", "journal", "logs", "uptime", "upload"]  # fmt: skip
+worded_tools = st.lists(
+    st.tuples(
+        st.sampled_from(HOLDERS),
+        st.sampled_from(ROLES),
+        st.sampled_from(NAMES),
+        st.lists(st.sampled_from(TEXT_WORDS), min_size=1, max_size=3),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tools=worded_tools,
+    rows=st.one_of(  # a machine or two, or rows of every kind
+        st.lists(st.sampled_from(HOLDERS).map(lambda h: (h, "allow")), min_size=1, max_size=2),
+        grant_rows,
+    ),
+    words=st.lists(st.sampled_from([*TEXT_WORDS, "databas", "zoekeepx", "moive", *HOLDERS]),
+                   min_size=1, max_size=3),
+    within_text=withins,
+)  # fmt: skip
+# the caller's word is not corrected because a hidden tool holds the query's; a hidden word
+# nearer the query takes the correction
+@example(tools=[("db1", "app", "query", ["database"]), ("db2", "app", "query", ["databse"])],
+         rows=[("db1", "allow")], words=["databse"], within_text=None)  # fmt: skip
+@example(tools=[("db1", "app", "query", ["zookeeper"]), ("db2", "app", "query", ["zoekeepy"])],
+         rows=[("db1", "allow")], words=["zoekeepx"], within_text=None)  # fmt: skip
+def test_tools_hidden_from_a_caller_never_change_which_tools_it_finds(
+    tools: list[tuple[str, str, str, list[str]]],
+    rows: list[tuple[str, str]],
+    words: list[str],
+    within_text: str | None,
+) -> None:
+    """SPEC §3: a tool the caller may not call is never hinted at. Its words count in document
+    frequencies (scores move, ADR 0007), but never decide whether a query word is corrected,
+    which correction wins, or which related words join: the tools found are those found in an
+    index of the caller's tools alone. Within a pattern, of the caller's tools within it."""
+    records = tuple(
+        GrantRecord(number, "alice", target, (), effect, number)
+        for number, (target, effect) in enumerate(rows, start=1)
+    )
+    permissions = compile_permissions(
+        Caller("alice", frozenset()), GrantSnapshot(revision=len(records), rows=records)
+    )
+    documents = {
+        f"{holder}/{role}/{name}": doc(
+            f"{holder}/{role}/{name}", " ".join(text), digest=f"{role}-{name}-{' '.join(text)}"
+        )
+        for holder, role, name, text in tools
+    }
+    everything = index_of(*documents.values())
+    own = index_of(*(d for a, d in documents.items() if permissions.permits(a)))
+    query = " ".join(words)
+
+    within = None if within_text is None else parse_pattern(within_text).matches_address
+
+    def found(index: SearchIndex) -> set[str]:
+        page = index.search(
+            query, permits=permissions.permits, limit=64, reach=permissions.reach,
+            permits_every_holder=permissions.permits_every_holder, within=within,
+        )  # fmt: skip
+        return {hit.address for hit in page.hits}
+
+    assert found(everything) == found(own)
+    if within is not None:
+        inside = (d for a, d in documents.items() if permissions.permits(a) and within(a))
+        assert found(everything) == found(index_of(*inside))
+
+
+@pytest.mark.parametrize(
+    ("hidden", "query"),
+    [("databse rotation", "databse"),  # the hidden tool's word is the query's: not a correction
+     ("zoekeepy", "zoekeepx")],  # nearer the query than the caller's word: not the correction
+)  # fmt: skip
+def test_a_hidden_tools_word_neither_stops_nor_takes_a_correction(hidden: str, query: str) -> None:
+    visible = {"databse": doc("db1/pg/list_databases", "List the databases."),
+               "zoekeepx": doc("db1/pg/vacuum", "The zookeeper ensemble.")}[query]  # fmt: skip
+    index = index_of(visible)
+    before = addresses(index, query, permits=lambda a: a.startswith("db1/"))
+    index.upsert([doc("db2/secret/rotate", hidden)])
+    assert before == [visible.address]
+    assert addresses(index, query, permits=lambda a: a.startswith("db1/")) == before
 
 
 operations = st.lists(
