@@ -34,13 +34,13 @@ class _Bearer(httpx2.Auth):
 
     def __init__(self, token: str) -> None:
         self._header = f"Bearer {token}"
-        self.refusal: str | None = None
+        self.refusal: CommandError | None = None
 
     def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
         request.headers["Authorization"] = self._header
         response = yield request
         if response.status_code >= 400 and self.refusal is None:
-            self.refusal = _http_message(response)
+            self.refusal = _http_error(response)
 
 
 def _navigator(url: str, token: str) -> tuple[str, CommandError]:
@@ -80,7 +80,7 @@ async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHt
         async with Client(transport, timeout=60) as client:
             yield client
     except MCPError:
-        raise CommandError(bearer.refusal or "the navigator answered with an error") from None
+        raise bearer.refusal or CommandError("the navigator answered with an error") from None
     except httpx2.TransportError:
         raise unreachable from None
     except RuntimeError as error:  # FastMCP's "failed to connect", raised from the transport's
@@ -115,10 +115,6 @@ def error_line(body: dict[str, Any]) -> str:
     if "confirm" in body:
         line += f" (confirm token: {body['confirm']})"
     return line
-
-
-def _http_message(response: httpx.Response | httpx2.Response) -> str:
-    return str(_http_error(response))
 
 
 def _http_error(response: httpx.Response | httpx2.Response) -> CommandError:

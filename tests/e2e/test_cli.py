@@ -135,8 +135,12 @@ def test_an_error_is_one_line_on_stderr_and_a_non_zero_exit(
 
 def test_a_bad_token_is_refused_without_echoing_it(mesh: MeshHarness) -> None:
     result = meshnav(mesh, "mnv_not-a-real-token", "search", "tables", code=1)
-    assert result.stderr.startswith("meshnav: ")
+    assert result.stderr.startswith("meshnav: unauthenticated: ")
     assert "mnv_not-a-real-token" not in result.stderr
+    # with --json, the navigator's 401 body, as for any error it answered
+    refused = meshnav(mesh, "mnv_not-a-real-token", "search", "tables", "--json", code=1)
+    assert json.loads(refused.stderr)["error"] == "unauthenticated"
+    assert "mnv_not-a-real-token" not in refused.stderr
 
 
 def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str) -> None:
