@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from navigator.addresses import MESH
+from navigator.addresses import Address
 from navigator.catalog import RETIRED, Catalog, CatalogAssignment
+from navigator.walk import named_assignments
 from registry import MachineRecord
 
 __all__ = ["assignment_views", "machine_view", "mesh_view"]
@@ -55,14 +56,11 @@ def machine_view(catalog: Catalog, name: str) -> dict[str, Any] | None:
     return machine
 
 
-def assignment_views(catalog: Catalog, holder: str, role: str) -> list[dict[str, Any]]:
-    """The assignments at ``HOLDER/ROLE`` as ``mesh_view`` lists them: a machine's assignment,
-    or every assignment that holds (or held) the mesh seat ``role``."""
-    if holder == MESH:
-        found = [a for a in catalog.assignments() if a.seat == role]
-    else:
-        assignment = catalog.assignment(holder, role)
-        found = [] if assignment is None or assignment.seat else [assignment]
+def assignment_views(catalog: Catalog, address: Address) -> list[dict[str, Any]]:
+    """The assignments at ``HOLDER/ROLE`` as ``mesh_view`` lists them — those a walk of it reads
+    (``named_assignments``): a machine's assignment, or every assignment that holds (or held,
+    until its machine is read again) the mesh seat ``ROLE``."""
+    found = named_assignments(catalog, address)
     now = datetime.now(UTC)
     return [
         _assignment(catalog, a, now)

@@ -24,7 +24,7 @@ from navigator.errors import UnknownTool
 from navigator.grants import Permissions
 from navigator.limits import LIMITS
 
-__all__ = ["walk"]
+__all__ = ["named_assignments", "walk"]
 
 NOTHING_HERE = "Nothing you may call is at that address."
 
@@ -55,7 +55,7 @@ def _holdings(
     """
     now = datetime.now(UTC)
     holdings = []
-    for assignment in _named(catalog, address):
+    for assignment in named_assignments(catalog, address):
         every = permissions.decide_all(assignment.holder, assignment.address_role)
         if every is not None and not every.allowed:
             continue
@@ -87,7 +87,7 @@ def _kind(assignment: CatalogAssignment) -> str:
     return "seat" if assignment.seat else assignment.kind.replace("_", " ")
 
 
-def _named(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
+def named_assignments(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
     """The assignments the listing at ``address`` reads: every one at the top, a machine's by
     its name, one of them by its key; the mesh seats and a node seat by what they are."""
     if address is None:

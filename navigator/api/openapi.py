@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 __all__ = ["openapi_document", "openapi_endpoint"]
 
@@ -85,5 +84,10 @@ def openapi_document() -> dict[str, Any]:
     }
 
 
-async def openapi_endpoint(request: Request) -> Response:
-    return JSONResponse(openapi_document())
+async def openapi_endpoint(request: Request) -> dict[str, Any]:
+    """The document, for an administrator: it is part of the admin API (SPEC §7)."""
+    from navigator.api.base import require_scope
+    from navigator.auth import ADMIN_SCOPE
+
+    require_scope(request, ADMIN_SCOPE)
+    return openapi_document()

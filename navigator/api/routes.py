@@ -49,7 +49,7 @@ QUERY_PARAMETERS = {
 
 
 def api_routes() -> list[BaseRoute]:
-    routes: list[BaseRoute] = [Route("/openapi.json", openapi_endpoint, methods=["GET"])]
+    routes: list[BaseRoute] = [Route("/openapi.json", handler(openapi_endpoint), methods=["GET"])]
     routes += [
         Route(path, handler(endpoint), methods=[method]) for path, method, endpoint, _ in ROUTES
     ]

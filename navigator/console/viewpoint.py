@@ -224,7 +224,7 @@ class Viewpoint:
         listing = await self._listing(address)
         entries = [] if listing is None else list(listing["entries"])
         if self.operator:
-            known = assignment_views(self.catalog, parsed.holder, str(parsed.role))
+            known = assignment_views(self.catalog, parsed)
             if not known:
                 raise UnknownTool(NOTHING_HERE)
             known.sort(key=lambda a: a["status"] == RETIRED)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import insort
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -397,13 +397,17 @@ class SearchIndex:
         """At least as many as the tools or texts ``_pattern_slots`` reads for ``pattern``."""
         if pattern.holder is not None:
             return len(self._by_holder.get(pattern.holder, ()))
-        sizes = [
-            len(slots.get(segment, ()))
+        named = self._named_slots(pattern)
+        return min(map(len, named)) if named else None
+
+    def _named_slots(self, pattern: Pattern) -> list[Collection[int]]:
+        """The texts of the role and of the tool name ``pattern`` names (none, one or both)."""
+        return [
+            slots.get(segment, ())
             for slots, segment in ((self._slots_by_role, pattern.role),
                                    (self._slots_by_name, pattern.tool))
             if segment is not None
         ]  # fmt: skip
-        return min(sizes) if sizes else None
 
     def _pattern_slots(self, pattern: Pattern) -> set[int] | None:
         """The slots with a member ``pattern`` may match, when it names a segment: a holder's
@@ -416,12 +420,7 @@ class SearchIndex:
                     key = (document.role, document.name, document.contract_digest)
                     slots.add(self._texts[key].slot)
             return slots
-        named = [
-            slots.get(segment, ())
-            for slots, segment in ((self._slots_by_role, pattern.role),
-                                   (self._slots_by_name, pattern.tool))
-            if segment is not None
-        ]  # fmt: skip
+        named = self._named_slots(pattern)
         if not named:
             return None
         fewer, *more = sorted(named, key=len)

@@ -138,6 +138,13 @@ def test_admin_api_needs_mesh_admin(mesh: MeshHarness) -> None:
     assert response.status_code == 403
     assert response.json()["error"] == "tool_not_granted"
     assert httpx.get(f"{mesh.navigator_url}/api/v1/mesh").status_code == 401
+    # its description too: part of the admin API (SPEC §7); any principal read it before
+    described = httpx.get(
+        f"{mesh.navigator_url}/api/v1/openapi.json",
+        headers={"Authorization": f"Bearer {mesh.agent_token}"},  # type: ignore[attr-defined]
+    )
+    assert described.status_code == 403
+    assert described.json()["error"] == "tool_not_granted"
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from navigator.addresses import parse_address
 from navigator.catalog import Catalog
 from navigator.views import assignment_views, machine_view, mesh_view
 from registry import CatalogStore, Registry, migrate
@@ -49,5 +50,5 @@ async def test_an_addresss_assignments_are_the_mesh_views_entries_for_it(
     catalog: Catalog, address: str
 ) -> None:
     listed = [a for m in mesh_view(catalog)["machines"] for a in m["assignments"]]
-    holder, role = address.split("/")
-    assert assignment_views(catalog, holder, role) == [a for a in listed if a["address"] == address]
+    named = assignment_views(catalog, parse_address(address))
+    assert named == [a for a in listed if a["address"] == address]
