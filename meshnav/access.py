@@ -10,7 +10,7 @@ from urllib.parse import quote
 from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
 from navigator.addresses import parse_pattern
-from navigator.api.admin import (
+from navigator.api.access import (
     GrantBody,
     PrincipalBody,
     RotateBody,
@@ -19,9 +19,9 @@ from navigator.api.admin import (
     grant_verdict,
     is_principal_name,
 )
-from navigator.api.base import Body, parse_body
-from navigator.auth import hash_token, mint_token
+from navigator.bodies import Body, parse_body
 from navigator.errors import InvalidAddress, NavigatorError, error_body, from_registry
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
 
 T = TypeVar("T")

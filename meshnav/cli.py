@@ -586,7 +586,7 @@ def _walker(
     token: str | None,
     as_json: bool = False,
 ) -> Any:
-    from meshnav.client import walker_call
+    from meshnav.walker import walker_call
 
     url = navigator or DEFAULT_NAVIGATOR
 
@@ -604,18 +604,20 @@ def mesh_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Draw the mesh (or one machine or assignment) as the caller may see it."""
-    from meshnav.render import mesh_tree
+    from meshnav.walker import mesh_listing
 
     url = navigator or DEFAULT_NAVIGATOR
 
     async def work() -> Any:
-        return await mesh_tree(url, _need(token, CREDENTIAL_FLAG), address)
+        return await mesh_listing(url, _need(token, CREDENTIAL_FLAG), address)
 
-    tree = run(work(), as_json)
+    listing = run(work(), as_json)
     if as_json:
-        emit(tree.data, True)
-    else:
-        console.print(tree.renderable)
+        emit(listing, True)
+        return
+    from meshnav.render import mesh_tree
+
+    console.print(mesh_tree(listing))
 
 
 @app.command("search")

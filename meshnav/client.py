@@ -1,49 +1,24 @@
-"""The CLI's way in: the navigator's own MCP tools, the admin API, or the registry directly."""
+"""The CLI's way in over HTTP: the navigator's URL checked, the admin API, and its errors as one
+line. The MCP session for the walker tools is ``meshnav.walker``; this module loads no MCP client,
+so the commands that do not walk start quickly."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Generator
-from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import httpx2
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-from mcp.shared.exceptions import MCPError
 
 from meshnav.errors import CREDENTIAL_FLAG, CommandError
 from navigator.api import API_PREFIX
 
-__all__ = [
-    "CommandError",
-    "admin_request",
-    "error_line",
-    "mcp_session",
-    "walker_call",
-]
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["admin_request", "error_line", "http_error", "navigator_base"]
 
 
-class _Bearer(httpx2.Auth):
-    """The token on every request of an MCP session, and the navigator's word when it refuses
-    one: the MCP client reports an HTTP error status only as "Server returned an error
-    response", without the §9 body that says why."""
-
-    requires_response_body = True
-
-    def __init__(self, token: str) -> None:
-        self._header = f"Bearer {token}"
-        self.refusal: CommandError | None = None
-
-    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
-        request.headers["Authorization"] = self._header
-        response = yield request
-        if response.status_code >= 400 and self.refusal is None:
-            self.refusal = _http_error(response)
-
-
-def _navigator(url: str, token: str) -> tuple[str, CommandError]:
+def navigator_base(url: str, token: str) -> tuple[str, CommandError]:
     """The navigator's base URL, checked, and the error that says it cannot be reached (without
     any password the URL holds). The MCP endpoint's URL is taken for its base. A token must be
     given: an empty one is no credential."""
@@ -69,41 +44,6 @@ def _navigator(url: str, token: str) -> tuple[str, CommandError]:
     return str(parsed).rstrip("/"), CommandError(f"cannot reach the navigator at {shown}")
 
 
-@asynccontextmanager
-async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHttpTransport]]:
-    """A session with the navigator's MCP endpoint; a refusal or an unreachable navigator is a
-    ``CommandError`` of one line."""
-    base, unreachable = _navigator(url, token)
-    bearer = _Bearer(token)
-    transport = StreamableHttpTransport(base + "/mcp", auth=bearer)
-    try:
-        async with Client(transport, timeout=60) as client:
-            yield client
-    except MCPError:
-        raise bearer.refusal or CommandError("the navigator answered with an error") from None
-    except httpx2.TransportError:
-        raise unreachable from None
-    except RuntimeError as error:  # FastMCP's "failed to connect", raised from the transport's
-        if isinstance(error.__cause__, httpx2.TransportError):
-            raise unreachable from None
-        raise
-
-
-async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
-    """Call one walker tool; a navigator error becomes a ``CommandError`` with its code."""
-    async with mcp_session(url, token) as client:
-        result = await client.call_tool_mcp(tool, arguments)
-    structured = result.structured_content
-    if result.is_error:
-        if isinstance(structured, dict) and "error" in structured:
-            raise CommandError(error_line(structured), structured)
-        text = " ".join(getattr(block, "text", "") for block in result.content)
-        raise CommandError(f"the tool answered with an error: {text[:500]}")
-    if tool == "call":
-        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return structured
-
-
 def error_line(body: dict[str, Any]) -> str:
     """A §9 body as one line: its code and message, then where (the pointer and the schema
     keyword of ``invalid_arguments``) and the confirm token of ``confirmation_required``."""
@@ -117,7 +57,7 @@ def error_line(body: dict[str, Any]) -> str:
     return line
 
 
-def _http_error(response: httpx.Response | httpx2.Response) -> CommandError:
+def http_error(response: httpx.Response | httpx2.Response) -> CommandError:
     try:
         body = response.json()
         return CommandError(error_line(body), body)
@@ -135,7 +75,7 @@ async def admin_request(
 ) -> Any:
     """One admin API request. ``path`` is the API's own; names in it are quoted by the caller
     (``quote(name, safe="")``), and query values go in ``params``, never into the path."""
-    base, unreachable = _navigator(url, token)
+    base, unreachable = navigator_base(url, token)
     async with httpx.AsyncClient(
         base_url=base + API_PREFIX,
         headers={"Authorization": f"Bearer {token}"},
@@ -147,5 +87,5 @@ async def admin_request(
         except httpx.HTTPError:
             raise unreachable from None
     if response.status_code >= 400:
-        raise _http_error(response)
+        raise http_error(response)
     return json.loads(response.content or b"null")

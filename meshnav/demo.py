@@ -27,9 +27,9 @@ from mesh.settings import join_listen, split_listen
 from meshnav.errors import CommandError
 from meshnav.serve import listening_socket
 from navigator.app import build_app
-from navigator.auth import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from navigator.catalog import Catalog
 from navigator.settings import NavigatorSettings
+from navigator.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from registry import AccessStore, NotFound, Registry, migrate
 
 __all__ = ["run_demo"]

@@ -7,7 +7,6 @@ as Rich markup: a title of "[/]" is a title, not a closing tag.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -17,10 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from meshnav.client import error_line, mcp_session
-from meshnav.errors import CommandError
-
-__all__ = ["MeshTree", "contract_view", "grants_table", "mesh_tree", "search_table"]
+__all__ = ["contract_view", "grants_table", "mesh_tree", "search_table"]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
 
@@ -29,31 +25,6 @@ def _status(status: str | None) -> Text:
     if not status:
         return Text("")
     return Text(f"● {status}", style=STATUS_STYLE.get(status, "yellow"))
-
-
-@dataclass(frozen=True, slots=True)
-class MeshTree:
-    data: dict[str, Any]
-    renderable: RenderableType
-
-
-async def _seats(client: Any, address: str | None) -> dict[str, Any]:
-    """Every page of one seats listing."""
-    arguments: dict[str, Any] = {} if address is None else {"address": address}
-    listing: dict[str, Any] | None = None
-    while True:
-        result = await client.call_tool_mcp("seats", arguments)
-        page = result.structured_content or {}
-        if result.is_error:
-            raise CommandError(error_line(page), page)
-        if listing is None:
-            listing = page
-        else:
-            listing["entries"] += page["entries"]
-        if "nextCursor" not in page:
-            listing.pop("nextCursor", None)
-            return listing
-        arguments["cursor"] = page["nextCursor"]
 
 
 def _count(number: int, noun: str) -> str:
@@ -77,19 +48,14 @@ def _label(entry: dict[str, Any]) -> Text:
     return label
 
 
-async def mesh_tree(url: str, token: str, address: str | None) -> MeshTree:
-    """The mesh (or one prefix of it) two levels deep, as the caller may see it."""
-    async with mcp_session(url, token) as client:
-        top = await _seats(client, address)
-        root = Tree(Text(top["address"] or "mesh", style="bold underline"))
-        for entry in top["entries"]:
-            branch = root.add(_label(entry))
-            if entry["kind"] in ("machine", "seat", "assignment", "node seat"):
-                child = await _seats(client, entry["address"])
-                entry["entries"] = child["entries"]
-                for inner in child["entries"]:
-                    branch.add(_label(inner))
-    return MeshTree(data=top, renderable=root)
+def mesh_tree(listing: dict[str, Any]) -> Tree:
+    """The mesh (or one prefix of it) as ``walker.mesh_listing`` lists it, two levels deep."""
+    root = Tree(Text(listing["address"] or "mesh", style="bold underline"))
+    for entry in listing["entries"]:
+        branch = root.add(_label(entry))
+        for inner in entry.get("entries", ()):
+            branch.add(_label(inner))
+    return root
 
 
 def search_table(found: dict[str, Any]) -> Table:

@@ -9,9 +9,7 @@ body is the SPEC §9 JSON. Public paths (health, the console's static shell) car
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
@@ -29,36 +27,21 @@ from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.reads import short_read
 from navigator.settings import NavigatorSettings
+from navigator.tokens import TOKEN_PREFIX, hash_token
 from registry import Registry, RegistryError, read_token_holder
 
 __all__ = [
-    "ADMIN_SCOPE",
-    "NODE_SCOPE",
     "AuthenticationMiddleware",
     "Authenticator",
     "caller_from_scope",
-    "hash_token",
     "jwt_verifier",
-    "mint_token",
 ]
-
-ADMIN_SCOPE = "mesh:admin"
-NODE_SCOPE = "mesh:node"
-TOKEN_PREFIX = "mnv_"  # noqa: S105 - a token's visible prefix, not a secret
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def mint_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 class Authenticator:

@@ -19,7 +19,7 @@ import httpx
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from navigator.auth import hash_token, mint_token
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
 
 __all__ = ["MeshHarness", "free_port", "mcp_client", "tool_result"]

@@ -7,39 +7,37 @@ in its OpenAPI document (``navigator.api.openapi``).
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field
 from starlette.requests import Request
 
 from navigator.addresses import MESH, is_machine_name, is_name, parse_address, parse_pattern
-from navigator.api.base import Body, read_body, require_scope
-from navigator.auth import ADMIN_SCOPE, hash_token, mint_token
+from navigator.api.access import (
+    GrantBody,
+    PrincipalBody,
+    RotateBody,
+    checked_principal,
+    expiry,
+    grant_verdict,
+)
+from navigator.api.base import read_body, require_scope
+from navigator.bodies import Body
 from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
-from navigator.grants import Caller, explain
-from navigator.limits import LIMITS
 from navigator.numbers import whole_number
 from navigator.registrar import AssignmentSpec, is_node_endpoint
 from navigator.services import services
+from navigator.tokens import ADMIN_SCOPE, hash_token, mint_token
 from navigator.upstream import pull_tools
 from navigator.views import mesh_view
 from registry import AccessStore, CatalogStore
 
 __all__ = [
     "AssignmentRegistration",
-    "GrantBody",
     "MachineBody",
-    "PrincipalBody",
     "RetireBody",
-    "RotateBody",
     "SeatBody",
     "ToolMarkBody",
-    "checked_principal",
-    "expiry",
-    "grant_verdict",
-    "is_principal_name",
 ]
 
 NAME = Field(min_length=1, max_length=63)
@@ -72,43 +70,8 @@ class SeatBody(Body):
     role: str = NAME
 
 
-_PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
-
-
-def is_principal_name(name: str) -> bool:
-    """Letters, digits and ``_.@:-``, at most 128, and not dots alone (a URL path would read
-    ``..`` as its parent)."""
-    return (
-        0 < len(name) <= 128
-        and re.match(_PRINCIPAL_NAME, name) is not None
-        and name.strip(".") != ""
-    )
-
-
-class PrincipalBody(Body):
-    name: str = Field(min_length=1, max_length=128, pattern=_PRINCIPAL_NAME)
-    scopes: list[str] = Field(default_factory=list, max_length=64)
-    machine: str | None = Field(default=None, max_length=63)
-    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
-
-
-class RotateBody(Body):
-    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
-
-
-class GrantBody(Body):
-    principal: str = Field(min_length=1, max_length=128)
-    target: str = Field(min_length=1, max_length=256)
-    effect: Literal["allow", "deny"]
-    scopes: list[str] = Field(default_factory=list, max_length=64)
-
-
 class ToolMarkBody(Body):
     confirmation: Literal["auto", "never", "always", "elicit-only"]
-
-
-def expiry(days: float | None) -> datetime | None:
-    return datetime.now(UTC) + timedelta(days=days) if days else None
 
 
 # --- the mesh ----------------------------------------------------------------------------
@@ -276,18 +239,6 @@ async def list_principals(request: Request) -> list[dict[str, Any]]:
     return [row.as_json() for row in rows]
 
 
-def checked_principal(body: PrincipalBody) -> PrincipalBody:
-    """A new principal's fields beyond their model: its name, and a bound machine's."""
-    if not is_principal_name(body.name):
-        raise InvalidArguments(
-            "A principal's name is letters, digits and _.@:- (not dots alone), at most 128.",
-            extra={"pointer": "/name"},
-        )
-    if body.machine is not None and not is_machine_name(body.machine):
-        raise InvalidAddress("The machine name is not valid.")
-    return body
-
-
 async def add_principal(request: Request) -> dict[str, Any]:
     """Add a principal; the answer holds its token, the only time it is shown."""
     require_scope(request, ADMIN_SCOPE)
@@ -364,14 +315,6 @@ async def check_grant(request: Request) -> dict[str, Any]:
     return await services(request).transact(
         lambda session: grant_verdict(AccessStore(session), principal, address)
     )
-
-
-def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str, Any]:
-    """Which row decides whether ``principal`` may call ``address``, and why (``grants.explain``
-    on the principal's grant rows, read now)."""
-    record = store.principal(principal)
-    snapshot = store.snapshot(principal, record.scopes, limit=LIMITS.grant_rows)
-    return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
 
 
 def _name(name: str, *, machine: bool = False) -> None:

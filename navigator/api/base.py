@@ -7,12 +7,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from navigator.auth import caller_from_scope
-from navigator.bodies import read_bounded
+from navigator.bodies import Body, parse_body, read_bounded
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
@@ -23,16 +22,10 @@ from navigator.errors import (
 from navigator.grants import Caller
 from registry import RegistryError
 
-__all__ = ["Body", "handler", "read_body", "require_scope"]
+__all__ = ["handler", "read_body", "require_scope"]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
-B = TypeVar("B", bound="Body")
-
-
-class Body(BaseModel):
-    """A request body: unknown fields are refused, types are not coerced."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+B = TypeVar("B", bound=Body)
 
 
 def require_scope(request: Request, scope: str) -> Caller:
@@ -53,24 +46,6 @@ async def read_body(request: Request, model: type[B]) -> B:
     except RecursionError:  # nested deeper than the parser goes: no body of ours is
         raise InvalidArguments("The request body is nested too deeply.") from None
     return parse_body(model, data)
-
-
-def parse_body(model: type[B], data: Any) -> B:
-    """A body checked against its model: the API's rules, shared with the command line's direct
-    path to the registry; ``InvalidArguments`` names the field and the rule, never the value."""
-    if not isinstance(data, dict):
-        raise InvalidArguments("The request body must be a JSON object.")
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        pointer = "/" + "/".join(str(p) for p in first["loc"] if isinstance(p, str | int))
-        kind = "unknown field" if first["type"] == "extra_forbidden" else first["type"]
-        if first["type"] == "extra_forbidden":
-            pointer = "/" + "/".join(str(p) for p in first["loc"][:-1])
-        raise InvalidArguments(
-            f"The request body is not valid ({kind}).", extra={"pointer": pointer.rstrip("/") or ""}
-        ) from None
 
 
 def error_response(error: NavigatorError) -> JSONResponse:

@@ -9,11 +9,12 @@ from pydantic import Field
 from starlette.requests import Request
 
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
-from navigator.api.base import Body, read_body, require_scope
-from navigator.auth import NODE_SCOPE
+from navigator.api.base import read_body, require_scope
+from navigator.bodies import Body
 from navigator.errors import InvalidArguments
 from navigator.registrar import AssignmentSpec
 from navigator.services import services
+from navigator.tokens import NODE_SCOPE
 
 __all__ = ["heartbeat", "register_node", "update_assignment"]
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from starlette.requests import Request
 
+from navigator.tokens import ADMIN_SCOPE
+
 __all__ = ["openapi_document", "openapi_endpoint"]
 
 ERROR_SCHEMA = {
@@ -87,7 +89,6 @@ def openapi_document() -> dict[str, Any]:
 async def openapi_endpoint(request: Request) -> dict[str, Any]:
     """The document, for an administrator: it is part of the admin API (SPEC §7)."""
     from navigator.api.base import require_scope
-    from navigator.auth import ADMIN_SCOPE
 
     require_scope(request, ADMIN_SCOPE)
     return openapi_document()

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import API_PREFIX, admin, nodes
+from navigator.api import API_PREFIX, access, admin, nodes
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
 from navigator.errors import MethodNotAllowed, NotFound
@@ -29,11 +29,11 @@ ROUTES = [
     ("/seats", "GET", admin.list_seats, None),
     ("/seats/{seat}", "PUT", admin.place_seat, admin.SeatBody),
     ("/principals", "GET", admin.list_principals, None),
-    ("/principals", "POST", admin.add_principal, admin.PrincipalBody),
-    ("/principals/{name}/rotate", "POST", admin.rotate_principal, admin.RotateBody),
+    ("/principals", "POST", admin.add_principal, access.PrincipalBody),
+    ("/principals/{name}/rotate", "POST", admin.rotate_principal, access.RotateBody),
     ("/principals/{name}", "DELETE", admin.revoke_principal, None),
     ("/grants", "GET", admin.list_grants, None),
-    ("/grants", "POST", admin.add_grant, admin.GrantBody),
+    ("/grants", "POST", admin.add_grant, access.GrantBody),
     ("/grants/check", "GET", admin.check_grant, None),
     ("/grants/{grant}", "DELETE", admin.revoke_grant, None),
     ("/nodes/register", "POST", nodes.register_node, nodes.NodeRegistration),

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from navigator.addresses import MESH, is_machine_name, parse_address
-from navigator.auth import ADMIN_SCOPE
 from navigator.catalog import RETIRED, Catalog
 from navigator.errors import (
     InvalidCursor,
@@ -24,6 +23,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.service import Navigator
+from navigator.tokens import ADMIN_SCOPE
 from navigator.views import assignment_views, machine_view, mesh_view
 from navigator.walk import NOTHING_HERE
 

@@ -10,9 +10,10 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import OctKey
 
-from navigator.auth import Authenticator, hash_token, jwt_verifier, mint_token
+from navigator.auth import Authenticator, jwt_verifier
 from navigator.errors import Unauthenticated
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
 
 SECRET = "a-shared-secret-of-sufficient-length-for-hs256"

@@ -21,7 +21,6 @@ from sqlalchemy import update
 from starlette.applications import Starlette
 
 from navigator.app import build_app
-from navigator.auth import hash_token, mint_token
 from navigator.console import is_console_path
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.render import grants_page
@@ -29,6 +28,7 @@ from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, PrincipalRecord, RegistryUnavailable
 from registry.models import Machine
 

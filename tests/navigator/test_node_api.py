@@ -13,9 +13,9 @@ from starlette.requests import Request
 
 from navigator.api.base import MAX_BODY_BYTES
 from navigator.app import build_app
-from navigator.auth import hash_token, mint_token
 from navigator.bodies import read_bounded
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore
 
 TOOL = {"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}

@@ -10,9 +10,9 @@ from typing import Any
 
 from fastmcp import Client
 
-from navigator.auth import hash_token, mint_token
 from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.navigator.test_paging import Mesh, _call, mesh_at
 

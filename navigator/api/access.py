@@ -1,0 +1,82 @@
+"""Principals and grants: the admin API's bodies and rules for them, which the command line's
+direct path to the registry (``meshnav.access``) shares, so that the registry never holds what
+the API would refuse. Loads neither the server nor FastMCP: the command line stays quick."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from navigator.addresses import is_machine_name
+from navigator.bodies import Body
+from navigator.errors import InvalidAddress, InvalidArguments
+from navigator.grants import Caller, explain
+from navigator.limits import LIMITS
+from registry import AccessStore
+
+__all__ = [
+    "GrantBody",
+    "PrincipalBody",
+    "RotateBody",
+    "checked_principal",
+    "expiry",
+    "grant_verdict",
+    "is_principal_name",
+]
+
+_PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
+
+
+def is_principal_name(name: str) -> bool:
+    """Letters, digits and ``_.@:-``, at most 128, and not dots alone (a URL path would read
+    ``..`` as its parent)."""
+    return (
+        0 < len(name) <= 128
+        and re.match(_PRINCIPAL_NAME, name) is not None
+        and name.strip(".") != ""
+    )
+
+
+class PrincipalBody(Body):
+    name: str = Field(min_length=1, max_length=128, pattern=_PRINCIPAL_NAME)
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+    machine: str | None = Field(default=None, max_length=63)
+    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
+
+
+class RotateBody(Body):
+    expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
+
+
+class GrantBody(Body):
+    principal: str = Field(min_length=1, max_length=128)
+    target: str = Field(min_length=1, max_length=256)
+    effect: Literal["allow", "deny"]
+    scopes: list[str] = Field(default_factory=list, max_length=64)
+
+
+def checked_principal(body: PrincipalBody) -> PrincipalBody:
+    """A new principal's fields beyond their model: its name, and a bound machine's."""
+    if not is_principal_name(body.name):
+        raise InvalidArguments(
+            "A principal's name is letters, digits and _.@:- (not dots alone), at most 128.",
+            extra={"pointer": "/name"},
+        )
+    if body.machine is not None and not is_machine_name(body.machine):
+        raise InvalidAddress("The machine name is not valid.")
+    return body
+
+
+def expiry(days: float | None) -> datetime | None:
+    return datetime.now(UTC) + timedelta(days=days) if days else None
+
+
+def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str, Any]:
+    """Which row decides whether ``principal`` may call ``address``, and why (``grants.explain``
+    on the principal's grant rows, read now)."""
+    record = store.principal(principal)
+    snapshot = store.snapshot(principal, record.scopes, limit=LIMITS.grant_rows)
+    return explain(Caller(principal, frozenset(record.scopes)), snapshot, address)
