@@ -12,7 +12,7 @@ import base64
 import logging
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -24,6 +24,7 @@ from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
 from mesh.modules import ModuleSpec, build_module
 from mesh.server import Assignment, NodeApp
+from mesh.serving import Server, serve_until_stopped
 from mesh.settings import NodeSettings
 
 __all__ = ["NodeAgent", "serve_node"]
@@ -77,6 +78,20 @@ class NodeAgent:
         self._listed[assignment.role] = tools
         return tools
 
+    async def _every_list(self) -> list[list[dict[str, Any]] | None]:
+        """Every assignment's tools, asked side by side: a module slow to answer (a ``stdio``
+        server starting, or hung until its handshake times out) holds the registration up once,
+        not once per module before it."""
+        lists: list[list[dict[str, Any]] | None] = [None] * len(self.assignments)
+
+        async def list_one(index: int) -> None:
+            lists[index] = await self._tools(self.assignments[index])
+
+        async with anyio.create_task_group() as tasks:
+            for index in range(len(self.assignments)):
+                tasks.start_soon(list_one, index)
+        return lists
+
     def _assignment_body(
         self, assignment: Assignment, tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
@@ -98,8 +113,10 @@ class NodeAgent:
             "heartbeatS": self.settings.heartbeat_s,
             "assignments": [
                 self._assignment_body(assignment, tools)
-                for assignment in self.assignments
-                if (tools := await self._tools(assignment)) is not None
+                for assignment, tools in zip(
+                    self.assignments, await self._every_list(), strict=True
+                )
+                if tools is not None
             ],
         }
         try:
@@ -159,14 +176,24 @@ class NodeAgent:
                 logger.info("pushed the changed tool list of %s", assignment.role)
 
     async def run(self) -> None:
+        """Enrol, then heartbeat and watch the tool lists side by side, each every interval: a
+        module slow to list its tools must not hold the heartbeats up, or the navigator would
+        mark the whole machine not answering while its other modules serve."""
         await self.enrol()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._every_interval, self.heartbeat)
+            tasks.start_soon(self._every_interval, self._push_changes_or_log)
+
+    async def _every_interval(self, step: Callable[[], Awaitable[None]]) -> None:
         while True:
             await anyio.sleep(self.settings.heartbeat_s)
-            await self.heartbeat()
-            try:
-                await self.push_changes()
-            except httpx.HTTPError:
-                logger.info("tool list push failed: navigator not reachable")
+            await step()
+
+    async def _push_changes_or_log(self) -> None:
+        try:
+            await self.push_changes()
+        except httpx.HTTPError:
+            logger.info("tool list push failed: navigator not reachable")
 
 
 def _code(response: httpx.Response) -> str:
@@ -197,13 +224,9 @@ async def serve_node(
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
-    server = uvicorn.Server(config)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve, None if server_socket is None else [server_socket])
-        while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
-            await anyio.sleep(0.05)
-        try:
-            await agent.run()
-        finally:
-            server.should_exit = True
+    try:
+        sockets = None if server_socket is None else [server_socket]
+        await serve_until_stopped(Server(config), sockets, agent.run)
+    finally:
+        with anyio.CancelScope(shield=True):
             await agent.http.aclose()

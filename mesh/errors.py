@@ -6,12 +6,21 @@ MeshError                     base of everything the node agent raises
 │                             that tool and those arguments; answered as ``tool_not_granted``
 ├── NotEnrolled               a call before the node has its key (it has just started and not yet
 │                             registered); answered as ``node_unavailable``
-└── EnrolmentFailed           the navigator refused or could not take the node's registration
+├── EnrolmentFailed           the navigator refused or could not take the node's registration
+└── ServeFailed               the server stopped before it started serving (its modules'
+                              lifespan failed)
 """
 
 from __future__ import annotations
 
-__all__ = ["CallTokenRejected", "EnrolmentFailed", "MeshError", "ModuleSpecError", "NotEnrolled"]
+__all__ = [
+    "CallTokenRejected",
+    "EnrolmentFailed",
+    "MeshError",
+    "ModuleSpecError",
+    "NotEnrolled",
+    "ServeFailed",
+]
 
 
 class MeshError(Exception):
@@ -43,3 +52,8 @@ class NotEnrolled(MeshError):
 
 class EnrolmentFailed(MeshError):
     """The navigator refused the node's registration, or could not be reached."""
+
+
+class ServeFailed(MeshError):
+    def __init__(self) -> None:
+        super().__init__("The server stopped before it served; see the log above.")

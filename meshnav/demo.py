@@ -23,6 +23,8 @@ import anyio
 import uvicorn
 from rich.console import Console
 
+from mesh.errors import ServeFailed
+from mesh.serving import Server, serve_until_stopped
 from mesh.settings import join_listen, split_listen
 from meshnav.errors import CommandError
 from meshnav.serve import listening_socket
@@ -198,14 +200,9 @@ async def _run(listen: str, host: str, port: int, server_socket: socket.socket, 
 
     settings = NavigatorSettings(database_url=database_url, listen=listen)
     app = build_app(settings, migrate_first=False)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve, [server_socket])
-        with anyio.move_on_after(10):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
-                await anyio.sleep(0.05)
-        if not server.started:
-            raise CommandError(f"the navigator could not listen on {listen}")
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+
+    async def demo() -> None:
         started = datetime.now(UTC)
         with _nodes(data, url, host, port, node_tokens):
             catalog = app.state.meshnav.catalog
@@ -228,7 +225,12 @@ async def _run(listen: str, host: str, port: int, server_socket: socket.socket, 
             try:
                 await anyio.sleep_forever()
             finally:
-                server.should_exit = True
+                console.print("stopping the nodes and the navigator", style="dim")
+
+    try:
+        await serve_until_stopped(server, [server_socket], demo)
+    except ServeFailed:
+        raise CommandError(f"the navigator could not start on {listen}") from None
 
 
 def _command() -> str:

@@ -82,6 +82,7 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     import anyio.to_thread
     import uvicorn
 
+    from mesh.serving import Server, serve_until_stopped
     from navigator.app import build_app
     from registry import RegistryError, migrate
 
@@ -94,7 +95,7 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
         )
-        await uvicorn.Server(config).serve(sockets=[server_socket])
+        await serve_until_stopped(Server(config), [server_socket])
 
 
 async def _serve_stdio(settings: NavigatorSettings) -> None:

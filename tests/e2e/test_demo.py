@@ -1,5 +1,6 @@
 """``meshnav demo`` runs until it is stopped, and takes its nodes with it however it is stopped
-(SPEC §13): a service manager or ``kill`` sends SIGTERM, a terminal Ctrl-C."""
+(SPEC §13): a service manager or ``kill`` sends SIGTERM, a terminal Ctrl-C. Either ends it
+cleanly (``mesh.serving``)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def test_the_demo_stops_its_nodes_when_it_is_stopped(tmp_path: Path, stop: signa
         while any(_answers(node) for node in nodes) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(_answers(node) for node in nodes), "a node outlived the demo"
+        # stopping is not an error: no exit status of one, no traceback of the shutdown
+        output = (tmp_path / "demo.out").read_text()
+        assert demo.returncode == 0, output[-3000:]
+        assert "Traceback" not in output, output[-3000:]
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(demo.pid, signal.SIGKILL)

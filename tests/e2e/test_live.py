@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
 import anyio
 import pytest
 
+from mesh.serving import GRACE_S
+from registry import CatalogStore
 from tests.harness import MeshHarness, mcp_client, tool_result
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
@@ -33,3 +41,57 @@ async def test_restarted_node_answers_the_first_call(mesh: MeshHarness) -> None:
         await anyio.to_thread.run_sync(lambda: mesh.restart_node("bounce1"))
         first = await client.call_tool_mcp("call", {"address": "bounce1/node/hostname"})
     assert not first.is_error, first
+
+
+ECHO = Path(__file__).parents[1] / "mesh" / "fixtures" / "echo_server.py"
+ECHO_MODULE = f"stdio:echo={shlex.quote(sys.executable)} {shlex.quote(str(ECHO))}"
+
+
+def _last_heartbeat(mesh: MeshHarness, machine: str) -> float:
+    with mesh.registry.transaction() as session:
+        beat = CatalogStore(session).machine(machine).last_heartbeat_at
+    assert beat is not None
+    return beat.timestamp()
+
+
+async def test_a_node_told_to_stop_stops_heartbeating_and_exits_within_its_grace(
+    mesh: MeshHarness,
+) -> None:
+    """SIGTERM with a call in flight: uvicorn waited for that call (and any open connection)
+    without limit while the agent went on heartbeating, so the navigator showed a machine that
+    no longer listened as answering — for 28 s here, until the navigator's call deadline, and
+    without end while a connection stayed open."""
+    node = await anyio.to_thread.run_sync(lambda: mesh.start_node("stop1", ["node", ECHO_MODULE]))
+    agent = mcp_client(mesh.navigator_url, mesh.agent_token)  # type: ignore[attr-defined]
+    async with agent as client, anyio.create_task_group() as tasks:
+        arguments = {"address": "stop1/echo/nap", "args": {"seconds": 60}}
+        tasks.start_soon(client.call_tool_mcp, "call", arguments)
+        await anyio.sleep(1.5)  # the call reaches the node
+        told = time.time()
+        node.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(GRACE_S + 8):  # generous: a runaway took 28 s or for ever
+            while node.process.poll() is None:
+                await anyio.sleep(0.1)
+        stopped = time.time() - told
+        tasks.cancel_scope.cancel()
+    assert node.process.returncode == 0, f"exit status {node.process.returncode}"
+    assert stopped < GRACE_S + 8
+    assert _last_heartbeat(mesh, "stop1") < told + 0.5, "heartbeats went on after SIGTERM"
+
+
+async def test_a_module_that_hangs_does_not_stop_its_machines_heartbeats(
+    mesh: MeshHarness,
+) -> None:
+    """A module whose server stops answering ``tools/list`` held the agent's one loop, so its
+    heartbeats stopped too and the whole machine read as not answering."""
+    await anyio.to_thread.run_sync(lambda: mesh.start_node("hang1", ["node", ECHO_MODULE]))
+    async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
+        stalled = await client.call_tool_mcp("call", {"address": "hang1/echo/stall"})
+        assert not stalled.is_error, stalled
+        since = time.time()
+        await anyio.sleep(5 * mesh.heartbeat_s)  # past three missed heartbeats
+        machine = tool_result(await client.call_tool_mcp("seats", {"address": "hang1"}))
+        uptime = await client.call_tool_mcp("call", {"address": "hang1/node/uptime"})
+    assert _last_heartbeat(mesh, "hang1") > since + 2 * mesh.heartbeat_s
+    assert machine["status"] == "answering", machine
+    assert not uptime.is_error, uptime
