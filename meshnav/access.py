@@ -22,7 +22,7 @@ from navigator.api.access import (
 from navigator.bodies import Body, parse_body
 from navigator.errors import InvalidAddress, NavigatorError, error_body, from_registry
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, GrantRecord, Registry, RegistryError, migrate
+from registry import AccessStore, GrantRecord, Registry, RegistryError, ready_revision
 
 T = TypeVar("T")
 B = TypeVar("B", bound=Body)
@@ -48,7 +48,7 @@ class Access:
 
     def _registry(self) -> Registry:
         try:
-            migrate(self.database_url)
+            ready_revision(self.database_url)
         except RegistryError as error:
             raise CommandError(str(error)) from None
         return Registry(self.database_url)

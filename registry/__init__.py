@@ -19,7 +19,7 @@ from registry.catalog import (
     NewTool,
     ToolRecord,
 )
-from registry.database import HEAD_REVISION, Registry, migrate
+from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "ToolRecord",
     "migrate",
     "read_token_holder",
+    "ready_revision",
 ]

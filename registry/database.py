@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +23,9 @@ if TYPE_CHECKING:
 
     from registry.reads import AnySelect
 
-__all__ = ["Registry", "make_engine", "migrate", "translate_errors"]
+__all__ = ["Registry", "make_engine", "migrate", "ready_revision", "translate_errors"]
+
+logger = logging.getLogger("meshnav.registry")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest migration's revision (``migrations/versions``); a test holds it to Alembic's head.
@@ -41,6 +46,9 @@ def make_engine(url: str) -> Engine:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     if url.startswith("sqlite"):
+        path = _sqlite_file(url)
+        if path is not None:
+            _private_file(path)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": STATEMENT_TIMEOUT_S},
@@ -60,6 +68,37 @@ def make_engine(url: str) -> Engine:
             "options": f"-c lock_timeout={STATEMENT_TIMEOUT_S * 1000}",
         },
     )
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file an ``sqlite:///PATH`` URL names; None for an in-memory database."""
+    database = make_url(url).database
+    return None if database in (None, "", ":memory:") else Path(database)
+
+
+_WARNED: set[Path] = set()
+
+
+def _private_file(path: Path) -> None:
+    """The registry's file, readable by its owner alone: it holds every node's call-token key,
+    with which anyone who reads it can sign calls a node runs (SPEC §6). Made so before SQLite
+    creates it with the umask's mode; SQLite gives its WAL and shared-memory files the same
+    mode. A file that exists keeps its mode (an operator may have chosen it), with a warning
+    when others may read it."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return
+    if mode & (stat.S_IRWXG | stat.S_IRWXO) and path not in _WARNED:
+        _WARNED.add(path)
+        logger.warning(
+            "the registry file %s may be read by other users; it holds the nodes' call-token "
+            "keys (chmod 600 it and its -wal and -shm files)",
+            path,
+        )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -152,13 +191,26 @@ def migrate(url: str) -> None:
     Alembic, whose import alone costs a navigator's start ~0.2 s.
     """
     with translate_errors():
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         if schema_revision(url) == HEAD_REVISION:
             return
         from alembic import command
 
         command.upgrade(alembic_config(url), "head")
+
+
+def ready_revision(url: str) -> None:
+    """Check that a registry exists at ``url`` at the newest schema, creating nothing: the
+    command line's direct path to a registry must not make a new, empty one from a mistyped
+    URL (and an administrator in it)."""
+    path = _sqlite_file(url) if url.startswith("sqlite") else None
+    with translate_errors():
+        found = None if path is not None and not path.exists() else schema_revision(url)
+    if found is None:
+        raise RegistryUnavailable(
+            "There is no registry at that database URL; meshnav migrate makes one."
+        )
+    if found != HEAD_REVISION:
+        raise RegistryUnavailable("The registry's schema is older; meshnav migrate upgrades it.")
 
 
 def schema_revision(url: str) -> str | None:

@@ -427,3 +427,15 @@ def test_commands_that_do_not_walk_load_no_mcp_client_or_server() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_registry_directly_must_exist_a_mistyped_url_makes_none(tmp_path: Path) -> None:
+    """``principal list`` on a mistyped ``--database`` printed ``[]`` and made a registry there
+    (``principal add`` an administrator in it); ``meshnav migrate`` makes registries."""
+    database = f"sqlite:///{tmp_path / 'typo' / 'meshnav.db'}"
+    for command in (["principal", "list"], ["principal", "add", "alice"], ["grant", "list"]):
+        result = CliRunner().invoke(app, [*command, "--database", database])
+        assert result.exit_code == 1, result.output
+        assert "migrate makes one" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "typo").exists()

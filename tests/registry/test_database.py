@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from registry import AccessStore, CatalogStore, Registry, migrate
+from registry import (
+    AccessStore,
+    CatalogStore,
+    Registry,
+    RegistryUnavailable,
+    migrate,
+    ready_revision,
+)
 from registry.database import HEAD_REVISION, alembic_config, make_engine, schema_revision
 
 
@@ -99,3 +107,38 @@ def test_upgrading_keeps_what_the_registry_holds(database_url: str) -> None:
             assert AccessStore(session).grant("bob", "db3/*/*", effect="allow").id > grants[-1].id
     finally:
         registry.dispose()
+
+
+def test_a_new_sqlite_registry_is_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    """It holds every node's call-token key: a local user who could read it signed calls that a
+    node ran, with no grant and no confirmation (a review, session 12). Its WAL and
+    shared-memory files take its mode."""
+    path = tmp_path / "new" / "registry.db"
+    url = f"sqlite:///{path}"
+    migrate(url)
+    registry = Registry(url)
+    try:
+        with registry.transaction() as session:
+            CatalogStore(session).register_node(
+                "db1", advertise_url="http://127.0.0.1:9/", heartbeat_s=5
+            )
+        made = [path, path.with_name("registry.db-wal"), path.with_name("registry.db-shm")]
+        assert all(p.exists() for p in made)
+        assert {oct(p.stat().st_mode & 0o777) for p in made} == {oct(0o600)}
+        assert path.parent.stat().st_mode & 0o077 == 0
+    finally:
+        registry.dispose()
+
+
+def test_a_registry_is_ready_only_when_migrated_and_checking_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'typo' / 'registry.db'}"
+    with pytest.raises(RegistryUnavailable, match="migrate makes one"):
+        ready_revision(url)
+    assert not (tmp_path / "typo").exists()
+    command.upgrade(alembic_config(url), "0002")
+    with pytest.raises(RegistryUnavailable, match="migrate upgrades it"):
+        ready_revision(url)
+    migrate(url)
+    ready_revision(url)
