@@ -12,6 +12,12 @@ __all__ = ["METRICS", "Metrics"]
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+def _label(value: str) -> str:
+    """A label value as the Prometheus text format writes one: backslash, quote and newline
+    escaped, so that no value can end its label or its line."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -40,26 +46,30 @@ class Metrics:
         ]
         with self._lock:
             for (tool, code), count in sorted(self._calls.items()):
-                lines.append(f'meshnav_tool_requests_total{{tool="{tool}",code="{code}"}} {count}')
+                lines.append(
+                    f"meshnav_tool_requests_total"
+                    f'{{tool="{_label(tool)}",code="{_label(code)}"}} {count}'
+                )
             lines += [
                 "# HELP meshnav_tool_seconds Walker tool latency.",
                 "# TYPE meshnav_tool_seconds histogram",
             ]
             for tool, buckets in sorted(self._buckets.items()):
+                label = _label(tool)
                 running = 0
                 for bound, count in zip(BUCKETS, buckets, strict=False):
                     running += count
                     lines.append(
-                        f'meshnav_tool_seconds_bucket{{tool="{tool}",le="{bound}"}} {running}'
+                        f'meshnav_tool_seconds_bucket{{tool="{label}",le="{bound}"}} {running}'
                     )
                 running += buckets[-1]
-                lines.append(f'meshnav_tool_seconds_bucket{{tool="{tool}",le="+Inf"}} {running}')
-                lines.append(f'meshnav_tool_seconds_sum{{tool="{tool}"}} {self._sums[tool]:.6f}')
-                lines.append(f'meshnav_tool_seconds_count{{tool="{tool}"}} {running}')
+                lines.append(f'meshnav_tool_seconds_bucket{{tool="{label}",le="+Inf"}} {running}')
+                lines.append(f'meshnav_tool_seconds_sum{{tool="{label}"}} {self._sums[tool]:.6f}')
+                lines.append(f'meshnav_tool_seconds_count{{tool="{label}"}} {running}')
         for name, read in sorted(self.gauges.items()):
             lines.append(f"# TYPE {name} gauge")
             for label, value in sorted(read().items()):
-                lines.append(f'{name}{{status="{label}"}} {value}')
+                lines.append(f'{name}{{status="{_label(label)}"}} {value}')
         return "\n".join(lines) + "\n"
 
 

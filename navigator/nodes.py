@@ -44,7 +44,14 @@ from mcp_types import CallToolResult, InputRequiredResult, InputResponses, Reque
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mesh.calltokens import META_KEY
-from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
+from navigator.answers import ERROR_META_KEY
+from navigator.errors import (
+    NavigatorError,
+    NodeAnswerTooLarge,
+    NodeTimeout,
+    NodeUnavailable,
+    ToolNotGranted,
+)
 from navigator.limits import LIMITS
 
 if TYPE_CHECKING:
@@ -417,11 +424,33 @@ def _check_size(result: CallToolResult) -> None:
         raise _AnswerTooLarge()
 
 
+#: A node agent's own refusals of a call (``mesh.server``), which the navigator answers as its
+#: own errors of those codes (SPEC §9: ``tool_not_granted`` "also for a node refusing a token").
+NODE_REFUSALS: dict[str, type[NavigatorError]] = {
+    ToolNotGranted.code: ToolNotGranted,
+    NodeUnavailable.code: NodeUnavailable,
+}
+
+
 def _as_ours(result: CallToolResult) -> CallToolResult:
-    """The node's answer, less the protocol's reserved ``_meta`` keys (the node's serverInfo):
-    the agent's answer comes from the navigator; the node's own content passes through whole."""
+    """The node's answer, less what only the navigator may say: the protocol's reserved
+    ``_meta`` keys (the node's serverInfo) and meshnav's error key, by which a client tells the
+    navigator's errors from a node's (SPEC §9). A node that set that key posed as the navigator
+    to the agent, and put its own text into ``/metrics`` as an error code. A node agent's
+    refusal of the call becomes the navigator's own error of that code (any server refusing its
+    own call could say as much); every other answer passes through, its content whole."""
     meta = result.meta
-    if not meta or not any(key.startswith(RESERVED_META_PREFIX) for key in meta):
+    if not meta:
         return result
-    kept = {k: v for k, v in meta.items() if not k.startswith(RESERVED_META_PREFIX)}
+    code = meta.get(ERROR_META_KEY)
+    refusal = NODE_REFUSALS.get(code) if result.is_error and isinstance(code, str) else None
+    if refusal is not None:
+        raise refusal("The node refused the call." if refusal is ToolNotGranted else None)
+    if ERROR_META_KEY not in meta and not any(k.startswith(RESERVED_META_PREFIX) for k in meta):
+        return result
+    kept = {
+        k: v
+        for k, v in meta.items()
+        if k != ERROR_META_KEY and not k.startswith(RESERVED_META_PREFIX)
+    }
     return result.model_copy(update={"meta": kept or None})
