@@ -50,7 +50,11 @@ class NodeAgent:
         self.settings = settings
         self.assignments = list(assignments)
         self.key: bytes | None = None
-        self.verifier = CallTokenVerifier(settings.name, lambda: self.key)
+        #: When this process first registered, on the navigators' clock (``mesh.calltokens``).
+        self.registered_at: float | None = None
+        self.verifier = CallTokenVerifier(
+            settings.name, lambda: self.key, floor=lambda: self.registered_at
+        )
         self._pushed: dict[str, str] = {}
         #: Each assignment's last tool list, for when it cannot list them (``_tools``).
         self._listed: dict[str, list[dict[str, Any]]] = {}
@@ -126,6 +130,8 @@ class NodeAgent:
         if response.status_code != 200:
             raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
         answer = response.json()
+        if self.registered_at is None:  # a later registration keeps this process's memory
+            self.registered_at = float(answer["registeredAt"])
         self.key = base64.b64decode(answer["key"])
         for refused in answer.get("refused", []):
             logger.warning("navigator refused tool %s: %s", refused["name"], refused["reason"])

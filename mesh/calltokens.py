@@ -2,9 +2,18 @@
 
 A token is ``base64url(claims) "." base64url(HMAC-SHA256(key, base64url(claims)))`` where the key is
 the machine's own, issued at registration. The claims name the principal, the address the agent
-called, the endpoint role and tool on this machine, the arguments' digest, a nonce and an expiry at
-most 30 s ahead. The node checks all of them and remembers nonces until they expire, so a token is
-good for exactly one call of exactly that tool with exactly those arguments.
+called, the endpoint role and tool on this machine, the arguments' digest, a nonce, when it was
+signed and an expiry at most 30 s ahead. The node checks all of them and remembers nonces until
+they expire, so a token is good for exactly one call of exactly that tool with exactly those
+arguments.
+
+Its memory of nonces is its process's: a node that restarts within a token's life cannot tell a
+token its previous run accepted from a new one, and the key outlives the process (the registry
+keeps it, so that every navigator signs for every node). So a node also refuses tokens signed
+before its first registration, by the time the navigator gave in its answer — the navigators'
+clock on both sides, the clock the tokens are signed by. Such a token is answered
+``node_unavailable`` (it is no judgement of the call: one signed while the node restarted may be
+sent again).
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mesh.digests import arguments_digest
-from mesh.errors import CallTokenRejected, NotEnrolled
+from mesh.errors import CallTokenRejected, NotEnrolled, SignedBeforeStart
 
 __all__ = [
     "MAX_LIFETIME_S",
@@ -49,6 +58,7 @@ class CallClaims:
     tool: str
     arguments_digest: str
     nonce: str
+    issued: float
     expires: float
 
 
@@ -72,6 +82,7 @@ def sign_call_token(
     lifetime_s: float = MAX_LIFETIME_S,
     now: float | None = None,
 ) -> str:
+    issued = time.time() if now is None else now
     claims = {
         "p": principal,
         "a": address,
@@ -80,7 +91,8 @@ def sign_call_token(
         "t": tool,
         "d": arguments_digest,
         "n": secrets.token_urlsafe(16),
-        "e": (time.time() if now is None else now) + min(lifetime_s, MAX_LIFETIME_S),
+        "i": issued,
+        "e": issued + min(lifetime_s, MAX_LIFETIME_S),
     }
     body = _b64(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
     signature = hmac.new(key, body.encode("ascii"), hashlib.sha256).digest()
@@ -88,14 +100,21 @@ def sign_call_token(
 
 
 class CallTokenVerifier:
-    """Checks tokens for one machine. ``key`` is read on every check: it arrives at registration."""
+    """Checks tokens for one machine. ``key`` is read on every check: it arrives at registration;
+    so does ``floor``, the navigators' time of this process's first registration (None: no
+    floor)."""
 
     def __init__(
-        self, machine: str, key: Callable[[], bytes | None], clock: Callable[[], float] = time.time
+        self,
+        machine: str,
+        key: Callable[[], bytes | None],
+        clock: Callable[[], float] = time.time,
+        floor: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.machine = machine
         self._key = key
         self._clock = clock
+        self._floor = floor
         #: Nonces of accepted tokens until they expire, and the same in expiry order for pruning.
         self._seen: set[str] = set()
         self._expiries: list[tuple[float, str]] = []
@@ -128,6 +147,7 @@ class CallTokenVerifier:
                 tool=str(raw["t"]),
                 arguments_digest=str(raw["d"]),
                 nonce=str(raw["n"]),
+                issued=float(raw["i"]),
                 expires=float(raw["e"]),
             )
         except (KeyError, TypeError, ValueError):
@@ -137,6 +157,9 @@ class CallTokenVerifier:
             raise CallTokenRejected()
         if (claims.machine, claims.role, claims.tool) != (self.machine, role, tool):
             raise CallTokenRejected()
+        floor = self._floor()
+        if floor is not None and claims.issued < floor:
+            raise SignedBeforeStart()
         try:
             digest = arguments_digest(arguments)
         except (TypeError, ValueError):

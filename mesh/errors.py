@@ -6,6 +6,8 @@ MeshError                     base of everything the node agent raises
 │                             that tool and those arguments; answered as ``tool_not_granted``
 ├── NotEnrolled               a call before the node has its key (it has just started and not yet
 │                             registered); answered as ``node_unavailable``
+│   └── SignedBeforeStart     a call token signed before this process first registered (it may be
+│                             one its previous run accepted); ``node_unavailable`` too
 ├── EnrolmentFailed           the navigator refused or could not take the node's registration
 └── ServeFailed               the server stopped before it started serving (its modules'
                               lifespan failed)
@@ -20,6 +22,7 @@ __all__ = [
     "ModuleSpecError",
     "NotEnrolled",
     "ServeFailed",
+    "SignedBeforeStart",
 ]
 
 
@@ -48,6 +51,14 @@ class NotEnrolled(MeshError):
 
     def __init__(self) -> None:
         super().__init__("This node has just started and is not registered yet; try again.")
+
+
+class SignedBeforeStart(NotEnrolled):
+    """A token signed before this node process first registered: a node that restarts forgets
+    the tokens it accepted, so one seen on the wire could otherwise run its call again."""
+
+    def __init__(self) -> None:
+        MeshError.__init__(self, "This node restarted after the call was signed; try again.")
 
 
 class EnrolmentFailed(MeshError):

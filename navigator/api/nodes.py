@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any, Literal
 
 from pydantic import Field
@@ -48,7 +49,11 @@ def _spec(body: AssignmentBody, advertise: str) -> AssignmentSpec:
 
 
 async def register_node(request: Request) -> dict[str, Any]:
-    """A node registers its machine and assignments; the answer carries its call-token key."""
+    """A node registers its machine and assignments; the answer carries its call-token key, and
+    when (on the navigators' clock, the one call tokens are stamped by) it registered: the node
+    refuses tokens signed before its first registration, which a node that has restarted cannot
+    tell from tokens its previous run accepted (``mesh.calltokens``)."""
+    registered_at = time.time()
     caller = require_scope(request, NODE_SCOPE)
     body = await read_body(request, NodeRegistration)
     key, result = await services(request).registrar.register_node(
@@ -61,6 +66,7 @@ async def register_node(request: Request) -> dict[str, Any]:
     return {
         "machine": body.machine,
         "key": base64.b64encode(key).decode("ascii"),
+        "registeredAt": registered_at,
         "heartbeatS": body.heartbeat_s,
         **result.as_json(),
     }

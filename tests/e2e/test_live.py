@@ -10,7 +10,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
+from mesh.calltokens import META_KEY, sign_call_token
+from mesh.digests import arguments_digest
 from mesh.serving import GRACE_S
 from registry import CatalogStore
 from tests.harness import MeshHarness, mcp_client, tool_result
@@ -95,3 +99,38 @@ async def test_a_module_that_hangs_does_not_stop_its_machines_heartbeats(
     assert _last_heartbeat(mesh, "hang1") > since + 2 * mesh.heartbeat_s
     assert machine["status"] == "answering", machine
     assert not uptime.is_error, uptime
+
+
+async def test_a_token_a_node_accepted_does_not_run_again_after_it_restarts(
+    mesh: MeshHarness,
+) -> None:
+    """A token seen on the wire (plain HTTP) ran its call again once the node restarted within
+    the token's 30 s: nonces are remembered by the process, the key by the registry."""
+    node = await anyio.to_thread.run_sync(lambda: mesh.start_node("replay1", ["node"]))
+    with mesh.registry.transaction() as session:
+        key = CatalogStore(session).node_key("replay1")
+    assert key is not None
+    signed = sign_call_token(
+        key,
+        principal="agent",
+        address="replay1/node/hostname",
+        machine="replay1",
+        role="node",
+        tool="hostname",
+        arguments_digest=arguments_digest({}),
+    )
+    url = f"{node.url}/mcp/node"
+    async with Client(StreamableHttpTransport(url), timeout=30) as direct:
+        first = await direct.call_tool_mcp("hostname", {}, meta={META_KEY: signed})
+        again = await direct.call_tool_mcp("hostname", {}, meta={META_KEY: signed})
+    assert not first.is_error, first
+    assert again.is_error
+    mesh.kill_node("replay1")
+    await anyio.to_thread.run_sync(lambda: mesh.restart_node("replay1"))
+    async with Client(StreamableHttpTransport(url), timeout=30) as direct:
+        replayed = await direct.call_tool_mcp("hostname", {}, meta={META_KEY: signed})
+    assert replayed.is_error, "a token accepted before the restart ran again"
+    assert (replayed.meta or {}).get("meshnav/error") == "node_unavailable"
+    async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
+        through = await client.call_tool_mcp("call", {"address": "replay1/node/hostname"})
+    assert not through.is_error, through

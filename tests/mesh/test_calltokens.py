@@ -8,7 +8,7 @@ import pytest
 
 from mesh.calltokens import MAX_LIFETIME_S, CallTokenVerifier, sign_call_token
 from mesh.digests import arguments_digest
-from mesh.errors import CallTokenRejected
+from mesh.errors import CallTokenRejected, SignedBeforeStart
 
 KEY = b"k" * 32
 ARGS = {"sql": "select 1", "limit": 5}
@@ -109,3 +109,22 @@ def test_live_nonces_are_all_remembered() -> None:
     for each in issued[::97]:
         with pytest.raises(CallTokenRejected):
             check.verify(each, role="sqlite", tool="query", arguments=ARGS)
+
+
+def test_a_token_signed_before_the_nodes_first_registration_is_refused() -> None:
+    """A node that restarts has forgotten the nonces it accepted, and its key is the registry's:
+    a token seen on the wire before the restart ran its call again (a review reproduced two
+    rows from one INSERT token). Tokens signed before this process's first registration are
+    refused as ``node_unavailable`` (``SignedBeforeStart``), which a navigator may send again."""
+    clock = Clock()
+    before = token(clock)
+    clock.now += 2
+    registered = clock.now  # the navigator's time in the registration answer
+    clock.now += 0.01
+    after = token(clock)
+    check = CallTokenVerifier("db1", lambda: KEY, clock, floor=lambda: registered)
+    with pytest.raises(SignedBeforeStart):
+        check.verify(before, role="sqlite", tool="query", arguments=dict(ARGS))
+    assert (
+        check.verify(after, role="sqlite", tool="query", arguments=dict(ARGS)).issued > registered
+    )
