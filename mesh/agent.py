@@ -125,8 +125,13 @@ class NodeAgent:
         }
         try:
             response = await self.http.post("/nodes/register", json=body)
-        except httpx.HTTPError as error:
-            raise EnrolmentFailed("The navigator cannot be reached.") from error
+        except httpx.HTTPError:
+            raise EnrolmentFailed("The navigator cannot be reached.", transient=True) from None
+        if response.status_code >= 500:
+            raise EnrolmentFailed(
+                f"The navigator cannot take the registration now ({_code(response)}).",
+                transient=True,
+            )
         if response.status_code != 200:
             raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
         answer = response.json()
@@ -138,16 +143,17 @@ class NodeAgent:
         logger.info("registered %s with %d tools", self.settings.name, len(answer["registered"]))
 
     async def enrol(self) -> None:
-        """Register, retrying with backoff until the navigator answers; a refusal is final."""
+        """Register, retrying with backoff while the navigator is away or cannot serve (its
+        registry down: ``registry_unavailable``); a refusal of the node is final."""
         delay = 0.2
         while True:
             try:
                 await self.register()
                 return
             except EnrolmentFailed as error:
-                if error.__cause__ is None:
+                if not error.transient:
                     raise
-                logger.info("navigator not reachable yet; retrying in %.1fs", delay)
+                logger.info("%s Retrying in %.1fs", error, delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
 

@@ -62,7 +62,13 @@ class SignedBeforeStart(NotEnrolled):
 
 
 class EnrolmentFailed(MeshError):
-    """The navigator refused the node's registration, or could not be reached."""
+    """The navigator refused the node's registration, or could not take it now: ``transient``
+    when it could not be reached or answered that it cannot serve (a 5xx, such as
+    ``registry_unavailable``), which the agent retries; a refusal of the node itself is final."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class ServeFailed(MeshError):

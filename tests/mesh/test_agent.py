@@ -1,0 +1,72 @@
+"""The node agent's enrolment against a navigator that is away, or cannot serve for a while."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from mesh.agent import NodeAgent
+from mesh.errors import EnrolmentFailed
+from mesh.modules import build_module, parse_module_spec
+from mesh.server import Assignment
+from mesh.settings import NodeSettings
+from tests.harness import serving
+
+
+def _navigator(answers: list[tuple[int, str]]) -> tuple[Starlette, list[int]]:
+    """A navigator's registration route that answers ``answers`` in turn (status, §9 code), then
+    takes the registration; the statuses it gave are recorded."""
+    given: list[int] = []
+
+    async def register(request: Request) -> JSONResponse:
+        await request.json()
+        if len(given) < len(answers):
+            status, code = answers[len(given)]
+            given.append(status)
+            return JSONResponse({"error": code, "status": status, "message": "…"}, status)
+        given.append(200)
+        key = base64.b64encode(b"k" * 32).decode()
+        return JSONResponse({"key": key, "registeredAt": 1.0, "registered": [], "refused": []})
+
+    return Starlette(routes=[Route("/api/v1/nodes/register", register, methods=["POST"])]), given
+
+
+async def _enrol(
+    answers: list[tuple[int, str]],
+) -> tuple[NodeAgent, list[int], EnrolmentFailed | None]:
+    app, given = _navigator(answers)
+    failed = None
+    async with serving(app) as port:
+        settings = NodeSettings(name="n1", navigator_url=f"http://127.0.0.1:{port}", token="t")
+        spec = parse_module_spec("node")
+        agent = NodeAgent(settings, [Assignment(spec, build_module(spec))])
+        try:
+            await agent.enrol()
+        except EnrolmentFailed as error:
+            failed = error
+        finally:
+            await agent.http.aclose()
+    return agent, given, failed
+
+
+async def test_a_navigator_that_cannot_serve_for_a_while_is_asked_again() -> None:
+    """One ``registry_unavailable`` ended the node for good (a review): the agent tried once,
+    exited 1, and never came back when the registry did."""
+    agent, given, failed = await _enrol([(503, "registry_unavailable"), (502, "bad_gateway")])
+    assert failed is None
+    assert given == [503, 502, 200]
+    assert agent.key == b"k" * 32
+    assert agent.registered_at == 1.0
+
+
+@pytest.mark.parametrize(("status", "code"), [(401, "unauthenticated"), (409, "conflict")])
+async def test_a_refusal_of_the_node_is_final(status: int, code: str) -> None:
+    agent, given, failed = await _enrol([(status, code)])
+    assert failed is not None and code in str(failed) and not failed.transient
+    assert given == [status]
+    assert agent.key is None
