@@ -355,7 +355,7 @@ class _Compiler:
                 raise _refuse(_UNSUPPORTED_KEYWORD, keyword)
             if not all(map(_unique_strings, value.values())):
                 raise _refuse(_MALFORMED, keyword)
-            checks.append(kw.dependent_required(value))
+            checks.append(kw.dependent_required(value, keyword))
         if "minProperties" in schema:
             checks.append(kw.min_properties(int(schema["minProperties"])))
         if "maxProperties" in schema:

@@ -252,7 +252,12 @@ def required(names: Sequence[str]) -> Check:
     return check
 
 
-def dependent_required(dependencies: dict[str, Sequence[str]]) -> Check:
+def dependent_required(
+    dependencies: dict[str, Sequence[str]], keyword: str = "dependentRequired"
+) -> Check:
+    """``keyword`` is the schema's own word for it (draft-07 writes ``dependencies``), which a
+    failure names."""
+
     def check(instance: dict[str, Any], depth: int, run: Run) -> Failure | None:
         for trigger, names in dependencies.items():
             run.spend(1)
@@ -260,7 +265,7 @@ def dependent_required(dependencies: dict[str, Sequence[str]]) -> Check:
                 run.spend(len(names))
                 for name in names:
                     if name not in instance:
-                        return Failure("dependentRequired")
+                        return Failure(keyword)
         return None
 
     return check

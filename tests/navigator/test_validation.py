@@ -388,6 +388,8 @@ def test_refusal_never_echoes_an_unknown_word_or_schema_content() -> None:
         ({"exclusiveMinimum": 2}, 2, "", "exclusiveMinimum"),
         ({"minimum": 2, "exclusiveMinimum": True}, 2, "", "exclusiveMinimum"),
         ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "", "dependentRequired"),
+        # the schema's own word: a tool written for draft-07 says dependencies
+        ({"dependencies": {"a": ["b"]}}, {"a": 1}, "", "dependencies"),
         ({"enum": [1]}, 2, "", "enum"),
         ({"const": 1}, 2, "", "const"),
         ({"pattern": "^a"}, "b", "", "pattern"),
