@@ -89,14 +89,10 @@ def contract_view(contract: dict[str, Any]) -> RenderableType:
         f"   digest: {contract.get('contractDigest', '')[:16]}…"
     )
     parts: list[RenderableType] = [head, Text(contract.get("description") or "")]
-    schema = Syntax(json.dumps(contract["inputSchema"], indent=2), "json", word_wrap=True)
-    parts.append(Panel(schema, title="inputSchema"))
-    if "outputSchema" in contract:
-        parts.append(
-            Panel(
-                Syntax(json.dumps(contract["outputSchema"], indent=2), "json"), title="outputSchema"
-            )
-        )
+    for name in ("inputSchema", "outputSchema"):
+        if name in contract:  # wrapped, never cut: a schema is read, and copied, whole
+            schema = Syntax(json.dumps(contract[name], indent=2), "json", word_wrap=True)
+            parts.append(Panel(schema, title=name))
     if "annotations" in contract:
         parts.append(Text("annotations: " + json.dumps(contract["annotations"]), style="dim"))
     return Panel(Group(*parts), title=Text(contract["title"]))

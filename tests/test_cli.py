@@ -439,3 +439,28 @@ def test_the_registry_directly_must_exist_a_mistyped_url_makes_none(tmp_path: Pa
         assert "migrate makes one" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "typo").exists()
+
+
+def test_describe_wraps_both_schemas_and_cuts_neither() -> None:
+    """At 80 columns (a pipe, a narrow terminal) the output schema's long lines were cut."""
+    from rich.console import Console
+
+    from meshnav.render import contract_view
+
+    long = "a description long enough to pass eighty columns " * 3
+    schema = {"type": "object", "properties": {"x": {"type": "string", "description": long}}}
+    contract = {
+        "address": "db1/sqlite/query",
+        "title": "Query",
+        "status": "answering",
+        "confirmation": "never",
+        "contractDigest": "0" * 64,
+        "inputSchema": schema,
+        "outputSchema": schema,
+    }
+    console = Console(width=80, record=True, color_system=None)
+    console.print(contract_view(contract))
+    text = " ".join(console.export_text().split())
+    for word in ("inputSchema", "outputSchema"):
+        assert word in text
+    assert text.count("columns") == 6, "a schema line was cut"
