@@ -17,16 +17,18 @@ import hmac
 import json
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mesh.digests import digest
 from navigator.errors import InvalidCursor
 
-__all__ = ["CursorPosition", "CursorSigner"]
+__all__ = ["CursorPosition", "CursorSigner", "Listings"]
 
 MAX_CURSOR_CHARS = 512
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +83,36 @@ class CursorSigner:
 
     def _sign(self, body: str) -> str:
         return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest())
+
+
+class Listings(Generic[V]):
+    """Listings being paged, kept from their first page so that a later one is a slice of the
+    same listing, not the same listing computed again (the top of ``seats`` walks every
+    machine: tens of milliseconds at 100,000 tools, on the event loop, for each page). Found by
+    the listing's binding and start, which only a valid cursor for it carries; at most
+    ``size`` are kept, each no longer than a cursor lives."""
+
+    def __init__(
+        self, ttl_s: float, size: int = 16, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.size = size
+        self._clock = clock
+        self._kept: OrderedDict[tuple[str, float], V] = OrderedDict()
+
+    def get(self, binding: dict[str, Any], position: CursorPosition) -> V | None:
+        self._expire()
+        return self._kept.get((digest(binding), position.started))
+
+    def keep(self, binding: dict[str, Any], position: CursorPosition, listing: V) -> None:
+        self._expire()
+        key = (digest(binding), position.started)
+        self._kept[key] = listing
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for key in [k for k in self._kept if k[1] + self.ttl_s <= now]:
+            del self._kept[key]

@@ -23,7 +23,7 @@ from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_ad
 from navigator.answers import fit_entries, wire_size
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
 from navigator.confirmation import Confirmations, Elicitor
-from navigator.cursors import CursorPosition, CursorSigner
+from navigator.cursors import CursorPosition, CursorSigner, Listings
 from navigator.errors import (
     InvalidAddress,
     InvalidArguments,
@@ -83,6 +83,7 @@ class Navigator:
         self.connections = connections
         self.deadline_s = deadline_s
         self.cursors = CursorSigner(cursor_ttl_s)
+        self._listings: Listings[dict[str, Any]] = Listings(cursor_ttl_s)
         self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
         self._schemas: SchemaCache[str] = SchemaCache(SCHEMA_CACHE_WEIGHT)
         self._compiling: dict[str, anyio.Event] = {}
@@ -146,16 +147,20 @@ class Navigator:
         permissions = await self.permissions(caller)
         binding = self._binding("seats", permissions, address=address)
         position = self._position(cursor, binding)
-        listing = walk(self.catalog, permissions, parsed)
-        entries = listing.pop("entries")[position.offset :]
-        taken = fit_entries(listing, "entries", entries, reserve=CURSOR_RESERVE)
+        listing = None if cursor is None else self._listings.get(binding, position)
+        if listing is None:  # a first page, or a listing no longer kept: walked now
+            listing = walk(self.catalog, permissions, parsed)
+        head = {k: v for k, v in listing.items() if k != "entries"}
+        entries = listing["entries"][position.offset :]
+        taken = fit_entries(head, "entries", entries, reserve=CURSOR_RESERVE)
         taken = min(taken, LIMITS.seats_page)
-        result = {**listing, "entries": entries[:taken]}
+        result = {**head, "entries": entries[:taken]}
         if taken < len(entries):
             if taken == 0:
                 raise ToolSchemaTooLarge("One entry cannot fit in an answer.")
             next_position = CursorPosition(position.offset + taken, position.started)
             result["nextCursor"] = self.cursors.issue(binding, next_position)
+            self._listings.keep(binding, position, listing)
         await self._settled(permissions)
         return result
 
