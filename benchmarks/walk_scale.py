@@ -10,7 +10,9 @@ to a throwaway SQLite registry and loaded into a ``Catalog`` as a navigator load
 callers — an administrator allowed ``*/*/*``, one allowed one machine, and one allowed
 ``*/postgres/*`` with one tool denied by name — it times ``walk`` at the top, at a machine, at an
 assignment, at the ``*/node`` node seat and at the mesh seats: the median of ``--samples`` runs,
-wall time, with the baseline measured alternately in the same run.
+wall time, with the baseline measured alternately in the same run. Then every page of the top for
+the administrator through the navigator's ``seats``, whose later pages slice the listing the first
+page walked, next to walking it again for each page (alternately).
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ import navigator.walk as walk_module  # noqa: E402
 from benchmarks.registry_scale import fill_registry, plan_catalogue  # noqa: E402
 from navigator.addresses import parse_walk_address  # noqa: E402
 from navigator.catalog import Catalog  # noqa: E402
+from navigator.cursors import Listings  # noqa: E402
 from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
-from registry import GrantRecord, GrantSnapshot, Registry, migrate  # noqa: E402
+from navigator.nodes import NodeConnections  # noqa: E402
+from navigator.service import Navigator  # noqa: E402
+from registry import CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate  # noqa: E402
 from tests.navigator.test_walk import every_tool_decided  # noqa: E402
 
 CALLER = Caller("bench", frozenset())
@@ -89,6 +94,38 @@ def measure(catalog: Catalog, machine: str, samples: int) -> None:
             print(f"{name:<32} {label:<16} {q:7.1f} ms {s:7.1f} ms {q / s:6.3f}x")
 
 
+async def measure_paging(catalog: Catalog, registry: Registry, samples: int) -> None:
+    """Every page of the top of ``seats`` for an administrator, listings kept or walked again."""
+    with registry.transaction() as session:
+        revision = CatalogStore(session).revision("grants")
+    rows = (GrantRecord(1, CALLER.principal, "*/*/*", (), "allow", revision),)
+    caller = Caller(CALLER.principal, frozenset(), GrantSnapshot(revision=revision, rows=rows))
+    navigator = Navigator(registry, catalog, NodeConnections(), deadline_s=30)
+    kept = navigator._listings
+
+    async def every_page() -> tuple[int, float]:
+        started, cursor, pages = time.perf_counter(), None, 0
+        while True:
+            answer = await navigator.seats(caller, None, cursor)
+            pages += 1
+            cursor = answer.get("nextCursor")
+            if cursor is None:
+                return pages, (time.perf_counter() - started) * 1000
+
+    quick, slow = [], []
+    for _ in range(samples):
+        navigator._listings = kept
+        pages, elapsed = await every_page()
+        quick.append(elapsed)
+        navigator._listings = Listings(0)  # keeps nothing: every page walks
+        slow.append((await every_page())[1])
+    q, s = statistics.median(quick), statistics.median(slow)
+    print(
+        f"every page of the top ({pages} pages), administrator: {q:.1f} ms,"
+        f" walked for each page {s:.1f} ms ({q / s:.3f}x)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", type=int, default=100_000)
@@ -112,6 +149,7 @@ def main() -> None:
                 f" (written in {fill_s:.0f} s, loaded in {time.perf_counter() - started:.1f} s)"
             )
             measure(catalog, plan.machines[3], args.samples)
+            asyncio.run(measure_paging(catalog, registry, args.samples))
         finally:
             registry.dispose()
 

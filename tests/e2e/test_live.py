@@ -134,3 +134,27 @@ async def test_a_token_a_node_accepted_does_not_run_again_after_it_restarts(
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
         through = await client.call_tool_mcp("call", {"address": "replay1/node/hostname"})
     assert not through.is_error, through
+
+
+async def test_a_navigator_told_to_stop_exits_cleanly_with_agents_connected(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM with an agent's session open: the navigator drains within its grace and exits 0
+    (uvicorn waited for every connection without limit, then raised the signal again)."""
+    harness = MeshHarness(tmp_path / "stop")
+    token = harness.principal("agent")
+    try:
+        await anyio.to_thread.run_sync(harness.start_navigator)
+        navigator = harness.navigator
+        assert navigator is not None
+        async with mcp_client(harness.navigator_url, token) as client:
+            await client.call_tool_mcp("seats", {})
+            told = time.monotonic()
+            navigator.send_signal(signal.SIGTERM)
+            with anyio.fail_after(GRACE_S + 8):
+                while navigator.poll() is None:
+                    await anyio.sleep(0.1)
+        assert navigator.returncode == 0
+        assert time.monotonic() - told < GRACE_S + 8
+    finally:
+        harness.close()
