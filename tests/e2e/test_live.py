@@ -6,6 +6,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -51,6 +52,20 @@ ECHO = Path(__file__).parents[1] / "mesh" / "fixtures" / "echo_server.py"
 ECHO_MODULE = f"stdio:echo={shlex.quote(sys.executable)} {shlex.quote(str(ECHO))}"
 
 
+@pytest.fixture
+def own_mesh(tmp_path: Path) -> Iterator[MeshHarness]:
+    """A mesh of the test's own: a stdio echo module left on the shared mesh would be found by
+    the operators' tests, which register one and look for it."""
+    harness = MeshHarness(tmp_path / "own")
+    try:
+        harness.agent_token = harness.principal("agent")  # type: ignore[attr-defined]
+        harness.grant("agent", "*/*/*")
+        harness.start_navigator()
+        yield harness
+    finally:
+        harness.close()
+
+
 def _last_heartbeat(mesh: MeshHarness, machine: str) -> float:
     with mesh.registry.transaction() as session:
         beat = CatalogStore(session).machine(machine).last_heartbeat_at
@@ -59,12 +74,13 @@ def _last_heartbeat(mesh: MeshHarness, machine: str) -> float:
 
 
 async def test_a_node_told_to_stop_stops_heartbeating_and_exits_within_its_grace(
-    mesh: MeshHarness,
+    own_mesh: MeshHarness,
 ) -> None:
     """SIGTERM with a call in flight: uvicorn waited for that call (and any open connection)
     without limit while the agent went on heartbeating, so the navigator showed a machine that
     no longer listened as answering — for 28 s here, until the navigator's call deadline, and
     without end while a connection stayed open."""
+    mesh = own_mesh
     node = await anyio.to_thread.run_sync(lambda: mesh.start_node("stop1", ["node", ECHO_MODULE]))
     agent = mcp_client(mesh.navigator_url, mesh.agent_token)  # type: ignore[attr-defined]
     async with agent as client, anyio.create_task_group() as tasks:
@@ -84,10 +100,11 @@ async def test_a_node_told_to_stop_stops_heartbeating_and_exits_within_its_grace
 
 
 async def test_a_module_that_hangs_does_not_stop_its_machines_heartbeats(
-    mesh: MeshHarness,
+    own_mesh: MeshHarness,
 ) -> None:
     """A module whose server stops answering ``tools/list`` held the agent's one loop, so its
     heartbeats stopped too and the whole machine read as not answering."""
+    mesh = own_mesh
     await anyio.to_thread.run_sync(lambda: mesh.start_node("hang1", ["node", ECHO_MODULE]))
     async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
         stalled = await client.call_tool_mcp("call", {"address": "hang1/echo/stall"})
