@@ -445,8 +445,12 @@ class CatalogStore:
         ).scalar_one_or_none()
         if held is not None:
             raise Conflict("That assignment already holds another seat.")
-        if seat.assignment is not None and seat.assignment.id != assignment.id:
-            self.log_change(seat.assignment.machine.name)
+        previous = seat.assignment
+        if previous is not None and previous.id != assignment.id:
+            # the seat's old instance was addressed only as the seat: left live, it became
+            # MACHINE/SEAT, its data and tools under that machine's grants instead of the seat's
+            previous.retired_at = previous.retired_at or utcnow()
+            self.log_change(previous.machine.name)
         seat.assignment_id = assignment.id
         seat.updated_at = utcnow()
         self.session.flush()
