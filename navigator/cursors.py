@@ -90,7 +90,8 @@ class Listings(Generic[V]):
     same listing, not the same listing computed again (the top of ``seats`` walks every
     machine: tens of milliseconds at 100,000 tools, on the event loop, for each page). Found by
     the listing's binding and start, which only a valid cursor for it carries; at most
-    ``size`` are kept, each no longer than a cursor lives."""
+    ``size`` are kept, each no longer than a cursor lives. A listing is one snapshot: its later
+    pages show the statuses its first page read."""
 
     def __init__(
         self, ttl_s: float, size: int = 16, clock: Callable[[], float] = time.time
