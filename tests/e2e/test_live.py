@@ -96,7 +96,8 @@ async def test_a_node_told_to_stop_stops_heartbeating_and_exits_within_its_grace
         tasks.cancel_scope.cancel()
     assert node.process.returncode == 0, f"exit status {node.process.returncode}"
     assert stopped < GRACE_S + 8
-    assert _last_heartbeat(mesh, "stop1") < told + 0.5, "heartbeats went on after SIGTERM"
+    # one beat already on its way may land; they went on for 28 s
+    assert _last_heartbeat(mesh, "stop1") < told + 1.5, "heartbeats went on after SIGTERM"
 
 
 async def test_a_module_that_hangs_does_not_stop_its_machines_heartbeats(
