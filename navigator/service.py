@@ -296,13 +296,13 @@ class Navigator:
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
         compiled.validate(arguments)
+        if tool.endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
+            raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
         await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
             tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
-        if tool.endpoint is None:  # 5. the owning node
-            raise NodeUnavailable()
         key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest())
         result = await self.connections.call(

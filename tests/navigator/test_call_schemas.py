@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from navigator.errors import NodeUnavailable
+from navigator.errors import InvalidArguments, NodeUnavailable
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import running
@@ -68,3 +68,29 @@ async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
     assert len(compiled) == 1
     assert refused == [NodeUnavailable] * 5
     assert ticks >= 5  # the loop kept turning while the schema compiled
+
+
+async def test_a_tool_with_no_node_is_unavailable_before_anyone_is_asked_to_confirm(
+    tmp_path: Path,
+) -> None:
+    """A ``--tools-file`` tool that changes things answered ``confirmation_required``, and only
+    the confirmed call ``node_unavailable`` (the README walk): a person confirmed a call that
+    could never run. Its arguments are still checked first."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        writes = {**TOOL, "name": "store", "annotations": {"destructiveHint": True}}
+        spec = AssignmentSpec(role="words", module="tools-file", tools=[writes])
+        await services.registrar.put_assignment("m1", spec)
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("alice", "*/*/*", effect="allow")
+        caller = Caller("alice", frozenset())
+
+        async def call(arguments: dict[str, Any]) -> None:
+            await services.navigator.call(
+                caller, "m1/words/store", arguments, confirm=None, elicitor=None, progress=None
+            )
+
+        with pytest.raises(NodeUnavailable):
+            await call({"word": "x"})
+        with pytest.raises(InvalidArguments):
+            await call({"word": 1})
