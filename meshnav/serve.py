@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import sys
 from typing import TYPE_CHECKING, Any
 
 from mesh.settings import join_listen
@@ -79,6 +80,7 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     if stdio:
         await _serve_stdio(settings)
         return
+    import anyio
     import anyio.to_thread
     import uvicorn
 
@@ -95,7 +97,14 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
         )
-        await serve_until_stopped(Server(config), [server_socket])
+        url = f"http://{join_listen(settings.host, settings.port)}"
+
+        async def serving() -> None:  # said once it serves: a silent start looked like a hang
+            sys.stderr.write(f"meshnav navigator: MCP at {url}/mcp, the console at {url}/\n")
+            sys.stderr.flush()
+            await anyio.sleep_forever()
+
+        await serve_until_stopped(Server(config), [server_socket], serving)
 
 
 async def _serve_stdio(settings: NavigatorSettings) -> None:

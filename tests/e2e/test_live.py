@@ -174,5 +174,8 @@ async def test_a_navigator_told_to_stop_exits_cleanly_with_agents_connected(
                     await anyio.sleep(0.1)
         assert navigator.returncode == 0
         assert time.monotonic() - told < GRACE_S + 8
+        said = (harness.root / "navigator.log").read_text()
+        assert f"meshnav navigator: MCP at {harness.navigator_url}/mcp" in said
+        assert "Traceback" not in said
     finally:
         harness.close()
