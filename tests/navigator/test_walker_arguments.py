@@ -82,6 +82,10 @@ async def test_call_judges_address_tool_and_grants_before_the_size_of_args(
     ]
 
 
+#: Where no node answers (the discard port): refused at once.
+NOBODY = "http://127.0.0.1:9/mcp"
+
+
 async def test_call_arguments_that_cannot_go_on_are_invalid(tmp_path: Any) -> None:
     """A lone surrogate reaches no node (no UTF-8 JSON carries it), whatever the schema says of
     the string; an integer past 2^53 - 1 has no RFC 8785 digest, so a call that must be
@@ -94,7 +98,11 @@ async def test_call_arguments_that_cannot_go_on_are_invalid(tmp_path: Any) -> No
     }
     changing = {**COUNT_TOOL, "name": "count_and_keep", "annotations": {"readOnlyHint": False}}
     async with mesh_at(tmp_path) as mesh:
-        await mesh.register("web1", "nums", [COUNT_TOOL, changing, patterned])
+        # an endpoint no node answers at: a call gets as far as forwarding (no endpoint at all
+        # is node_unavailable before confirmation, the digest's step)
+        tools = [COUNT_TOOL, changing, patterned]
+        spec = AssignmentSpec(role="nums", module="nums", tools=tools, endpoint=NOBODY)
+        await mesh.services.registrar.put_assignment("web1", spec)
         async with mesh.client() as client:
             lone = await _call(
                 client, "call", {"address": "web1/logs/rotate_logs_1", "args": {"site": "\ud800"}}
@@ -112,7 +120,7 @@ async def test_call_arguments_that_cannot_go_on_are_invalid(tmp_path: Any) -> No
     assert _code(lone_under_a_pattern) == "invalid_arguments"
     assert _code(beyond) == "invalid_arguments"
     assert str(2**60) not in json.dumps(beyond)
-    assert _code(passed_on) == "node_unavailable"  # valid: on to a node this test has not
+    assert _code(passed_on) == "node_unavailable"  # valid: on to a node that is not there
 
 
 async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_wire(
