@@ -86,17 +86,18 @@ class Confirmations:
         *,
         confirm: str | None,
         elicitor: Elicitor | None,
-    ) -> None:
-        """Return when the call may go ahead; raise ``ConfirmationRequired`` otherwise. The
-        arguments' digest is asked for only when the tool needs a person's yes."""
+    ) -> bool:
+        """Return when the call may go ahead — True when a person was asked and said yes, which
+        may have taken minutes —; raise ``ConfirmationRequired`` otherwise. The arguments'
+        digest is asked for only when the tool needs a person's yes."""
         policy = self.policy(tool)
         if policy == NONE:
-            return
+            return False
         binding = self.binding(caller, tool, arguments_digest())
         if elicitor is not None:
             message = f"Allow {caller.principal} to run {tool.address}? It may change things."
             if await elicitor.ask(message, binding):
-                return
+                return True
             raise ConfirmationRequired("The person declined this call.")
         if policy == ELICIT_ONLY:
             raise ConfirmationRequired(
@@ -105,7 +106,7 @@ class Confirmations:
         if confirm is None:
             raise ConfirmationRequired(extra={"confirm": self._issue(binding)})
         if self._redeem(confirm, binding):
-            return
+            return False  # confirmed in an earlier request; this one's reads are fresh
         raise ConfirmationRequired(_NOT_REDEEMED, extra={"confirm": self._issue(binding)})
 
     def _issue(self, binding: str) -> str:

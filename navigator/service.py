@@ -25,6 +25,7 @@ from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
 from navigator.confirmation import Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner, Listings
 from navigator.errors import (
+    ConfirmationRequired,
     InvalidAddress,
     InvalidArguments,
     NodeUnavailable,
@@ -96,6 +97,20 @@ class Navigator:
                 caller.principal, caller.scopes, limit=LIMITS.grant_rows
             )
         return compile_permissions(caller, snapshot)
+
+    async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
+        """SPEC §3's first two steps of a call: the tool exists and is not retired
+        (``unknown_tool``), and the caller's grants, read now, allow it (``tool_not_granted``).
+        ``fresh`` reads the grants from the registry even when the request's token came with
+        them: the request began long enough ago that they may have changed."""
+        tool = self.catalog.tool(address)
+        if fresh:
+            permissions = await self._read(lambda: self._read_permissions(caller))
+        else:
+            permissions = await self.permissions(caller)
+        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
+            raise ToolNotGranted()
+        return tool
 
     async def permissions(self, caller: Caller) -> Permissions:
         """The caller's grants as the registry holds them now: read with this request's token
@@ -285,10 +300,7 @@ class Navigator:
         progress: ProgressSink | None,
     ) -> CallToolResult:
         started = time.perf_counter()
-        tool = self.catalog.tool(str(parse_tool_address(address)))  # 1. exists, not retired
-        permissions = await self.permissions(caller)  # 2. grants, read now
-        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
-            raise ToolNotGranted()
+        tool = await self._allowed(caller, str(parse_tool_address(address)))  # 1. and 2.
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
@@ -296,17 +308,22 @@ class Navigator:
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
         compiled.validate(arguments)
-        if tool.endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
+        endpoint = tool.endpoint
+        if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
-        await self.confirmations.settle(  # 4. a person's yes, when the tool changes things
+        asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
             tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
+        if asked:  # minutes may have passed: 1. and 2. again, for what runs now
+            again = await self._allowed(caller, tool.address, fresh=True)
+            if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
+                raise ConfirmationRequired("The tool changed while the person was asked.")
         key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest())
         result = await self.connections.call(
-            tool.endpoint,
+            endpoint,
             tool.name,
             arguments,
             token=token,

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import mcp_types as mt
 import pytest
+from fastmcp import FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
 from navigator.elicitation import elicitor_for
+from navigator.errors import ConfirmationRequired, ToolNotGranted, UnknownTool
+from navigator.grants import Caller
+from navigator.registrar import AssignmentSpec
+from navigator.server import running
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import AccessStore
+from tests.harness import serving
 
 
 def _context(elicitation: mt.ElicitationCapability | None, *, modern: bool) -> Any:
@@ -60,3 +70,55 @@ async def test_only_a_strict_yes_allows_a_legacy_call(answer: object, allowed: b
     elicitor = elicitor_for(context)
     assert elicitor is not None
     assert await elicitor.ask("Allow?", "binding") is allowed
+
+
+@pytest.mark.parametrize("meanwhile", ["grant revoked", "tool retired", "contract changed"])
+async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
+    tmp_path: Path, meanwhile: str
+) -> None:
+    """SPEC §3 reads the grants again for every call and calls only live tools. A legacy-era
+    question holds the call for as long as the person takes; the grants and the tool were read
+    before it, and a yes ran the call on them: a grant revoked, or the tool retired, while the
+    person was asked did not stop it (a review). They are read again after a yes."""
+    ran: list[str] = []
+    node = FastMCP("node")
+
+    @node.tool
+    def wipe(target: str) -> str:
+        ran.append(target)
+        return "wiped"
+
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with serving(node.http_app(path="/mcp"), lifespan="on") as port, running(services):
+        url = f"http://127.0.0.1:{port}/mcp"
+        tool = {"name": "wipe", "inputSchema": {"type": "object"}}  # changes things: confirmed
+        spec = AssignmentSpec(role="r", module="x", tools=[tool], endpoint=url)
+        await services.registrar.put_assignment("m1", spec)
+        with services.registry.transaction() as session:
+            grant = AccessStore(session).grant("carol", "m1/r/*", effect="allow").id
+
+        class Person:
+            async def ask(self, message: str, binding: str) -> bool:
+                if meanwhile == "grant revoked":
+                    with services.registry.transaction() as session:
+                        AccessStore(session).revoke_grant(grant)
+                elif meanwhile == "tool retired":
+                    await services.registrar.retire("m1", "r")
+                else:
+                    changed = {**tool, "description": "Now wipes the whole disk."}
+                    await services.registrar.put_assignment(
+                        "m1", AssignmentSpec(role="r", module="x", tools=[changed], endpoint=url)
+                    )
+                return True
+
+        expected = {
+            "grant revoked": ToolNotGranted,
+            "tool retired": UnknownTool,
+            "contract changed": ConfirmationRequired,
+        }[meanwhile]
+        with pytest.raises(expected):
+            await services.navigator.call(
+                Caller("carol", frozenset()), "m1/r/wipe", {"target": "x"}, confirm=None,
+                elicitor=Person(), progress=None,
+            )  # fmt: skip
+    assert ran == []
