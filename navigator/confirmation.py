@@ -76,7 +76,10 @@ class Confirmations:
 
     @staticmethod
     def binding(caller: Caller, tool: CatalogTool, arguments_digest: str) -> str:
-        return f"{caller.principal}\n{tool.address}\n{arguments_digest}"
+        """What a yes is for: SPEC §3's principal, address and arguments' digest, and the
+        tool's contract digest too — a person who confirmed a call of one contract has not
+        confirmed the call of another put at the same address within the token's life."""
+        return f"{caller.principal}\n{tool.address}\n{arguments_digest}\n{tool.contract_digest}"
 
     async def settle(
         self,

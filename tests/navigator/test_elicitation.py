@@ -1,4 +1,4 @@
-"""Which clients are asked: only those that can show a person a form."""
+"""Who is asked to confirm a call, and what a yes (or a confirm token) is for."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastmcp import FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
 from navigator.elicitation import elicitor_for
-from navigator.errors import ConfirmationRequired, ToolNotGranted, UnknownTool
+from navigator.errors import ConfirmationRequired, NodeUnavailable, ToolNotGranted, UnknownTool
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import running
@@ -122,3 +122,37 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
                 elicitor=Person(), progress=None,
             )  # fmt: skip
     assert ran == []
+
+
+async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Path) -> None:
+    """A token issued for a call of one contract ran the call of another put at the same address
+    within its 120 s (a review: "Now wipes the whole disk."); it is bound to the contract too."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        tool = {"name": "wipe", "inputSchema": {"type": "object"}}
+        nobody = "http://127.0.0.1:9/mcp"  # calls get as far as forwarding, and stop there
+
+        async def register(description: str) -> None:
+            spec = AssignmentSpec(
+                role="r", module="x", tools=[{**tool, "description": description}], endpoint=nobody
+            )
+            await services.registrar.put_assignment("m1", spec)
+
+        async def call(confirm: str | None) -> None:
+            await services.navigator.call(
+                Caller("carol", frozenset()), "m1/r/wipe", {}, confirm=confirm, elicitor=None,
+                progress=None,
+            )  # fmt: skip
+
+        await register("Wipes a scratch folder.")
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("carol", "m1/r/*", effect="allow")
+        with pytest.raises(ConfirmationRequired) as asked:
+            await call(None)
+        await register("Now wipes the whole disk.")
+        with pytest.raises(ConfirmationRequired):
+            await call(asked.value.extra["confirm"])
+        with pytest.raises(ConfirmationRequired) as again:
+            await call(None)
+        with pytest.raises(NodeUnavailable):  # confirmed for this contract: on to the node
+            await call(again.value.extra["confirm"])
