@@ -56,9 +56,11 @@ async def serve_until_stopped(
 ) -> None:
     """Serve, with ``work`` beside the server once it has started, until SIGINT or SIGTERM, until
     ``work`` returns, or until the server stops on its own. An error ``work`` raises ends the
-    server too, and is raised; a server that stops before it started (its lifespan failed) is
+    server too (gracefully, as a signal does), and is raised as it was raised, not inside an
+    exception group; a server that stops before it started (its lifespan failed) is
     ``ServeFailed``."""
     signalled = False
+    failure: Exception | None = None
     async with anyio.create_task_group() as tasks:
         working = anyio.CancelScope()
 
@@ -88,7 +90,11 @@ async def serve_until_stopped(
                     await work()
                 else:
                     await anyio.sleep_forever()
+        except Exception as error:  # raised below, once the server has stopped
+            failure = error
         finally:
             server.should_exit = True
+    if failure is not None:
+        raise failure
     if not server.started and not signalled:
         raise ServeFailed()
