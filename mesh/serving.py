@@ -76,6 +76,8 @@ async def serve_until_stopped(
         async def serve() -> None:
             try:
                 await server.serve(sockets)
+            except SystemExit:
+                return  # uvicorn's word for a lifespan that failed: ServeFailed, below
             finally:  # the server is gone: the work has nothing to stand beside
                 working.cancel()
                 tasks.cancel_scope.cancel()

@@ -84,6 +84,7 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     import anyio.to_thread
     import uvicorn
 
+    from mesh.errors import ServeFailed
     from mesh.serving import Server, serve_until_stopped
     from navigator.app import build_app
     from registry import RegistryError, migrate
@@ -104,7 +105,12 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
             sys.stderr.flush()
             await anyio.sleep_forever()
 
-        await serve_until_stopped(Server(config), [server_socket], serving)
+        try:
+            await serve_until_stopped(Server(config), [server_socket], serving)
+        except ServeFailed:
+            raise CommandError(
+                f"the navigator could not start on {url}; see the log above"
+            ) from None
 
 
 async def _serve_stdio(settings: NavigatorSettings) -> None:

@@ -464,3 +464,31 @@ def test_describe_wraps_both_schemas_and_cuts_neither() -> None:
     for word in ("inputSchema", "outputSchema"):
         assert word in text
     assert text.count("columns") == 6, "a schema line was cut"
+
+
+def test_a_navigator_whose_start_fails_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose lifespan fails stops before it serves: uvicorn logs why and raised
+    SystemExit(3) out of a task group; the command ends with its one line and exit 1."""
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+
+    @asynccontextmanager
+    async def failing(app: Any) -> Any:
+        raise RuntimeError("the catalogue could not be read")
+        yield
+
+    monkeypatch.setattr("navigator.app.build_app", lambda *a, **k: Starlette(lifespan=failing))
+    database = f"sqlite:///{tmp_path / 'r.db'}"
+    listen = f"127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(
+        app, ["navigator", "serve", "--listen", listen, "--database", database]
+    )
+    assert result.exit_code == 1, result.output
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("meshnav: the navigator could not start on http://")
+    )

@@ -21,7 +21,7 @@ async def test_an_error_of_the_work_stops_the_server_and_is_raised_as_it_was() -
     which it printed as a traceback instead of one line."""
 
     class Refused(Exception):
-        pass
+        """The work's own failure, as the demo's nodes not registering is."""
 
     async def work() -> None:
         raise Refused("only [db1] registered")
