@@ -40,7 +40,7 @@ import bm25s  # noqa: E402
 import Stemmer  # noqa: E402
 from fastmcp.server.transforms.search.bm25 import _BM25Index  # noqa: E402
 
-from navigator.search import SearchIndex, document_from_tool  # noqa: E402
+from navigator.search import EVERYONE, SearchIndex, document_from_tool  # noqa: E402
 
 CUTOFFS = (1, 5, 10)
 DEPTH = 10
@@ -101,7 +101,7 @@ def meshnav_ranker(tools: Sequence[Tool]) -> Ranker:
     index.upsert(documents)
 
     def rank(query: str) -> list[str]:
-        page = index.search(query, permits=lambda _address: True, limit=DEPTH)
+        page = index.search(query, permits=EVERYONE, limit=DEPTH)
         return [ident_of[hit.document.address] for hit in page.hits]
 
     return rank

@@ -58,7 +58,7 @@ from fastmcp.tools.base import Tool as FastMCPTool  # noqa: E402
 
 from navigator.addresses import parse_pattern  # noqa: E402
 from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
-from navigator.search import SearchIndex, ToolDocument, document_from_tool  # noqa: E402
+from navigator.search import EVERYONE, SearchIndex, ToolDocument, document_from_tool  # noqa: E402
 from registry import GrantRecord, GrantSnapshot  # noqa: E402
 
 # -- the shared modules: one contract each, on many machines ------------------------------------
@@ -280,13 +280,7 @@ def _permissions(rows: list[tuple[str, str]]) -> Permissions:
 
 def _search(index: SearchIndex, query: str, permissions: Permissions, **options: Any) -> object:
     """``search`` as the navigator asks it: the grant evaluator with its shortcuts."""
-    return index.search(
-        query,
-        permits=permissions.permits,
-        reach=permissions.reach,
-        permits_every_holder=permissions.permits_every_holder,
-        **options,
-    )
+    return index.search(query, permits=permissions, **options)
 
 
 def _within(pattern: str) -> Callable[[str], bool]:
@@ -424,7 +418,7 @@ def measure_assignment(mesh: Mesh, args: argparse.Namespace) -> None:
         started, started_cpu = time.perf_counter(), time.thread_time()
         index.upsert(documents)
         upserted, upserted_cpu = time.perf_counter(), time.thread_time()
-        page = index.search(marker, permits=lambda _address: True)
+        page = index.search(marker, permits=EVERYONE)
         found = time.perf_counter()
         upserts_cpu.append((upserted_cpu - started_cpu) * 1000)
         if not page.hits or page.hits[0].document.role != role:

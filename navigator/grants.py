@@ -159,6 +159,14 @@ class Permissions:
         differing = min((b.first_named[not allowed] for b in buckets), default=_NEVER)
         return None if differing < before else allowed
 
+    def holder_exceptions(self, role: str, tool: str) -> tuple[bool, frozenset[str]]:
+        """What ``permits`` answers for ``*/role/tool`` on every holder but a few, and those few:
+        the holders the rules name (each may be answered otherwise)."""
+        buckets = self._buckets_of(role, tool)
+        anyone = min((b.anyone for b in buckets if b.anyone is not None), default=None)
+        named = frozenset(holder for bucket in buckets for holder in bucket.holders)
+        return anyone is not None and anyone[1].allow, named
+
     @functools.cached_property
     def reach(self) -> tuple[Pattern, ...] | None:
         """Patterns one of which every tool the caller may be allowed matches (its allow rules'),
@@ -168,6 +176,27 @@ class Permissions:
         if any(pattern.specificity[0] == 0 for pattern in patterns):
             return None
         return patterns
+
+    @functools.cached_property
+    def refusals(self) -> tuple[Pattern, ...]:
+        """Patterns one of which every tool the caller is refused while an allow rule matches it
+        matches: the deny rules' that can decide (a tool an allow rule matches is refused only by
+        an earlier deny rule, and no rule after the first that names no segment decides any
+        tool). With ``reach`` ``None`` and no refusals, every tool is permitted."""
+        patterns: list[Pattern] = []
+        for rule in self._rules:
+            if not rule.allow:
+                patterns.append(rule.pattern)
+            if rule.pattern.specificity[0] == 0:
+                break
+        return tuple(patterns)
+
+    @functools.cached_property
+    def key(self) -> tuple[tuple[Pattern, bool], ...]:
+        """The rules as ``permits`` reads them — targets and effects, in order —, equal for any
+        two callers whose ``permits`` agree: what a search index learns of a caller's grants is
+        kept under it."""
+        return tuple((rule.pattern, rule.allow) for rule in self._rules)
 
 
 def _sort_key(rule: _Rule, caller: Caller) -> tuple[int, tuple[int, tuple[bool, bool, bool]], int]:

@@ -200,12 +200,10 @@ class Navigator:
         position = self._position(cursor, binding)
         page = self.catalog.index.search(
             query,
-            permits=permissions.permits,
+            permits=permissions,
             within=None if pattern is None else pattern.matches_address,
             offset=position.offset,
             limit=limit,
-            reach=permissions.reach,
-            permits_every_holder=permissions.permits_every_holder,
         )
         results = [self._result(hit, schemas) for hit in page.hits]
         taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from navigator.search.audience import EVERYONE, Audience
 from navigator.search.documents import Hit, SearchPage, ToolDocument, document_from_tool
 from navigator.search.index import SearchIndex
 from navigator.search.ranking import RankingSettings
 
 __all__ = [
+    "EVERYONE",
+    "Audience",
     "Hit",
     "RankingSettings",
     "SearchIndex",

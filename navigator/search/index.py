@@ -5,12 +5,13 @@ holders offer them: the text is indexed once (taken from the member whose addres
 the holders are its members, kept in address order. Registering, changing or retiring an
 assignment touches only the texts and members involved.
 
-A search scores tool texts (see ``ranking``), then walks them best first. For each it asks
-``within`` and then ``permits`` of its members' concrete addresses — so only tools that matched the
-query are ever checked — and makes one hit of what is permitted: a collapsed ``*/ROLE/TOOL`` for two
-or more holders, the concrete address for one, nothing for none. Hits leave in (score descending,
-address ascending) order, and the walk stops as soon as the page and one more hit are known, so
-that grants are evaluated for a page, not for the catalogue.
+A search scores tool texts (see ``ranking``) against the statistics of the texts its caller
+may call (the caller's part, kept per grant set until the index changes), then walks them best
+first. For each it asks ``within`` and then ``permits`` of its members' concrete addresses — so
+only tools that matched the query are ever checked — and makes one hit of what is permitted: a
+collapsed ``*/ROLE/TOOL`` for two or more holders, the concrete address for one, nothing for none.
+Hits leave in (score descending, address ascending) order, and the walk stops as soon as the page
+and one more hit are known, so that grants are evaluated for a page, not for the catalogue.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import insort
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,11 +28,12 @@ import numpy.typing as npt
 
 from navigator.addresses import Pattern
 from navigator.limits import LIMITS
+from navigator.search.audience import Audience, audience_of
 from navigator.search.batch import BatchAnalyzer
 from navigator.search.commonness import stem_zipf_frequency, zipf_frequency
 from navigator.search.documents import Hit, SearchPage, ToolDocument
 from navigator.search.paging import first_hits
-from navigator.search.postings import PostingIndex, PostingState
+from navigator.search.postings import Among, PostingIndex, PostingState
 from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
 from navigator.search.text import QueryWord, TextAnalyzer, split_identifier
 from navigator.search.thesaurus import related_words
@@ -46,9 +49,13 @@ log = logging.getLogger(__name__)
 BUILD_BATCH = 8192
 #: A query word naming more holders than this (among those the caller sees) names none of them.
 HOLDER_WORD_HOLDERS = 16
-#: A caller whose allow rules reach more tools than this is not narrowed to them before ranking:
-#: collecting them would cost more than walking the best texts until a page is found.
-REACH_NARROWS = 16_384
+#: How many callers' own statistics (``_Own``) an index keeps, the least recently used dropped.
+KEPT_AUDIENCES = 64
+#: A caller's texts, or the texts it may not call, whose terms are counted when they are no more
+#: than this many: its document frequencies are then lookups, not passes over postings.
+SIDE_TEXTS = 4096
+#: How many texts' terms an index keeps for counting callers' parts again after a change.
+KEPT_TEXT_TERMS = 4 * SIDE_TEXTS
 #: A build with more new texts than this analyses them in a forked worker process (``worker``),
 #: beside the caller's own work; a smaller one analyses them itself, as cheap as starting a worker.
 WORKER_MIN_TEXTS = BUILD_BATCH
@@ -86,6 +93,15 @@ class _ToolText:
     members: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """A caller's own part of the index, when it may not call every tool: the texts with a
+    member it may call, their statistics, and how many documents it may call."""
+
+    among: Among
+    documents: int
+
+
 class SearchIndex:
     """Tools by address, searchable by words, narrowed by the caller's grants."""
 
@@ -102,6 +118,10 @@ class SearchIndex:
         self._slots_by_name: dict[str, list[int]] = {}
         self._by_holder: dict[str, set[str]] = {}
         self._holders_by_word: dict[str, set[str]] = {}
+        # audience key -> its own part (None: every tool), as of the index's last change
+        self._own: OrderedDict[Hashable, _Own | None] = OrderedDict()
+        # slot -> its text's distinct terms, for the texts callers' parts counted last
+        self._slot_terms: OrderedDict[int, list[str]] = OrderedDict()
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -187,7 +207,10 @@ class SearchIndex:
         touched[key] = None
 
     def _settle(self, touched: dict[_GroupKey, None]) -> None:
-        """Unindex texts left without members; re-index texts whose first member's text changed."""
+        """Unindex texts left without members; re-index texts whose first member's text changed.
+        Every change of the index ends here: what was kept of callers' own parts is dropped."""
+        if touched:
+            self._own.clear()
         stale: dict[int, _ToolText] = {}
         replacements: list[_ToolText] = []
         for key in touched:
@@ -206,7 +229,8 @@ class SearchIndex:
         if stale:
             terms: dict[int, list[str]] = {}
             for slot, text in stale.items():
-                terms[slot] = self._terms(text.key, text.text)
+                kept = self._slot_terms.pop(slot, [])
+                terms[slot] = kept or self._terms(text.key, text.text)
                 # Slots are freed only below, after this batch's new texts took theirs: a stale
                 # slot still maps to its stale text.
                 del self._by_slot[slot]
@@ -247,62 +271,59 @@ class SearchIndex:
         self,
         query: str,
         *,
-        permits: Callable[[str], bool],
+        permits: Audience | Callable[[str], bool],
         within: Callable[[str], bool] | None = None,
         offset: int = 0,
         limit: int = 8,
-        reach: Sequence[Pattern] | None = None,
-        permits_every_holder: Callable[[str, str], bool | None] | None = None,
     ) -> SearchPage:
         """One page of the ranked, collapsed hits for ``query`` among the permitted tools.
 
-        Two shortcuts, both optional, neither changing a page. ``reach``: patterns one of which
-        every permitted tool matches (``Permissions.reach``); tools that match none are never
-        ranked, so a caller allowed a few machines' tools pays for those, not for every tool the
-        query's words reach. ``permits_every_holder(role, tool)``: True or False when ``permits``
-        gives every holder of the tool the same answer (``Permissions.permits_every_holder``), so
-        a module on a thousand machines is not asked about machine by machine.
+        ``permits``: the caller's grants — an ``Audience`` such as the grant evaluator's
+        ``Permissions``, or any predicate over addresses. The page is the one an index of the
+        caller's own tools would give: hidden tools are never returned, and never counted in the
+        statistics that rank the others (SPEC §3: a tool the caller may not call is never hinted
+        at). An audience's shortcuts — its reach, its refusals, a tool decided alike on every
+        holder — spare asking about every tool; a predicate is asked about every tool, every
+        search.
         """
         if offset < 0 or limit < 1:
             raise ValueError("offset must be >= 0 and limit >= 1")
+        audience = audience_of(permits)
         with self._lock:
             wanted = offset + limit + 1
-            hits = self._ranked_hits(query, permits, within, wanted, reach, permits_every_holder)
+            hits = self._ranked_hits(query, audience, within, wanted)
             return SearchPage(hits[offset : offset + limit], len(hits) > offset + limit)
 
     def _ranked_hits(
         self,
         query: str,
-        permits: Callable[[str], bool],
+        audience: Audience,
         within: Callable[[str], bool] | None,
         wanted: int,
-        reach: Sequence[Pattern] | None,
-        permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> list[Hit]:
-        permits = _asked_once(permits)
+        permits = _asked_once(audience.permits)
+        own = self._own_part(audience, permits)
+        among = None if own is None else own.among
         words = self._analyzer.query_words(query)
-        holders_by_word = self._visible_holders(words, permits, reach)
-        size = self._postings.slot_count
-        narrowed = _mask(self._narrowed_slots(within), size)
-        reached = _mask(self._reached_slots(reach), size)
-        looked_at = reached if narrowed is None else narrowed  # the texts a hit may come from
-        if narrowed is not None and reached is not None:
-            looked_at = narrowed & reached
+        holders_by_word = self._visible_holders(words, permits, audience.reach)
+        looked_at = _mask(self._narrowed_slots(within), self._postings.slot_count)
+        if among is not None:  # the texts a hit may come from
+            looked_at = among.texts if looked_at is None else looked_at & among.texts
         plan = plan_query(
             words,
-            document_frequencies=self._postings.document_frequencies,
+            document_frequencies=lambda terms: self._postings.document_frequencies(terms, among),
             holder_words=holders_by_word,
             correct=self._vocabulary.correct,
             related=related_words,
             commonness=zipf_frequency,
             stem_commonness=stem_zipf_frequency,
             settings=self._settings,
-            visible=self._visibility(permits, within, looked_at, permits_every_holder),
+            visible=self._visibility(audience, permits, within, looked_at),
         )
         if plan.empty:
             return []
-        scores = self._postings.scores(plan.terms)
-        bonuses = self._holder_bonuses(plan.holder_words, holders_by_word)
+        scores = self._postings.scores(plan.terms, among)
+        bonuses = self._holder_bonuses(plan.holder_words, holders_by_word, permits, own)
         bounds = scores
         if bonuses:
             bounds = scores.copy()
@@ -315,28 +336,137 @@ class SearchIndex:
             candidates,
             bounds,
             wanted,
-            lambda slot: self._hit(
-                slot, float(scores[slot]), bonuses, permits, within, permits_every_holder
-            ),
+            lambda slot: self._hit(slot, float(scores[slot]), bonuses, audience, permits, within),
         )
+
+    # -- the caller's own part -----------------------------------------------------------------
+
+    def _own_part(self, audience: Audience, permits: Callable[[str], bool]) -> _Own | None:
+        """The caller's own part of the index, or ``None`` when it may call every tool: kept
+        under the audience's key until the index changes."""
+        key = audience.key
+        if key is not None and key in self._own:
+            self._own.move_to_end(key)
+            return self._own[key]
+        own = self._measure_own(audience, permits)
+        if key is not None:
+            self._own[key] = own
+            if len(self._own) > KEPT_AUDIENCES:
+                self._own.popitem(last=False)
+        return own
+
+    def _measure_own(self, audience: Audience, permits: Callable[[str], bool]) -> _Own | None:
+        """Which texts have a member the caller may call, and how many documents it may call.
+
+        Only the texts the grants leave in doubt are asked about: with a reach, the texts it
+        reaches (no other holds a permitted tool); without one, the texts a refusal reaches (every
+        other member is permitted) — every text when a refusal names no segment, or the audience
+        gives no bound at all. The terms of the smaller side, the caller's texts or the others,
+        are counted when it is small (``SIDE_TEXTS``): document frequencies are then lookups.
+        """
+        size = self._postings.slot_count
+        reach, refusals = audience.reach, audience.refusals
+        if reach is None and refusals is not None and not refusals:
+            return None
+        texts = np.zeros(size, dtype=bool)
+        documents = 0
+        doubtful: Collection[int] | None = None
+        if reach is not None:
+            doubtful = self._slots_matching(reach)
+        else:
+            texts = self._postings.live()
+            documents = len(self._documents)
+            if refusals is not None:
+                doubtful = self._slots_matching(refusals)
+        for slot in self._by_slot if doubtful is None else doubtful:
+            permitted = self._permitted_members(slot, audience, permits)
+            texts[slot] = permitted > 0
+            if reach is None:  # counted as permitted above
+                permitted -= len(self._by_slot[slot].members)
+            documents += permitted
+        if documents == len(self._documents):
+            return None
+        return _Own(self._postings.among(texts, *self._side_terms(texts)), documents)
+
+    def _side_terms(self, texts: npt.NDArray[np.bool_]) -> tuple[Counter[str] | None, bool]:
+        """How many of the smaller side's texts — those ``texts`` marks, or the others — use
+        each term, when it holds no more than ``SIDE_TEXTS``; and whether it is the marked side."""
+        marked = int(np.count_nonzero(texts))
+        counted = marked <= len(self._by_slot) - marked
+        if min(marked, len(self._by_slot) - marked) > SIDE_TEXTS:
+            return None, counted
+        if counted:
+            side = np.flatnonzero(texts).tolist()
+        else:  # the unmarked slots, less the free ones
+            side = [slot for slot in np.flatnonzero(~texts).tolist() if slot in self._by_slot]
+        terms: Counter[str] = Counter()
+        for slot in side:
+            terms.update(self._terms_of(slot))
+        return terms, counted
+
+    def _terms_of(self, slot: int) -> list[str]:
+        """A text's distinct terms, analysed again unless kept (``KEPT_TEXT_TERMS``): callers'
+        parts count the same few texts after each change of the index."""
+        kept = self._slot_terms.get(slot)
+        if kept is not None:
+            self._slot_terms.move_to_end(slot)
+            return kept
+        tool_text = self._by_slot[slot]
+        kept = self._slot_terms[slot] = self._terms(tool_text.key, tool_text.text)
+        if len(self._slot_terms) > KEPT_TEXT_TERMS:
+            self._slot_terms.popitem(last=False)
+        return kept
+
+    def _permitted_members(
+        self, slot: int, audience: Audience, permits: Callable[[str], bool]
+    ) -> int:
+        """How many members of a text the caller may call."""
+        tool_text = self._by_slot[slot]
+        role, name, _ = tool_text.key
+        every = audience.permits_every_holder(role, name)
+        if every is not None:
+            return len(tool_text.members) if every else 0
+        exceptions = audience.holder_exceptions(role, name)
+        if exceptions is None or len(exceptions[1]) >= len(tool_text.members):
+            return sum(map(permits, tool_text.members))
+        answer, named = exceptions  # members on the holders named are asked, the rest answered
+        asked = [
+            address
+            for address in (f"{holder}/{role}/{name}" for holder in named)
+            if (document := self._documents.get(address)) is not None
+            and document.contract_digest == tool_text.key[2]
+        ]
+        others = len(tool_text.members) - len(asked)
+        return sum(map(permits, asked)) + (others if answer else 0)
+
+    def _slots_matching(self, patterns: Sequence[Pattern]) -> Collection[int] | None:
+        """The slots with a member one of ``patterns`` may match; ``None`` when one of them names
+        no segment (every slot)."""
+        slots: set[int] = set()
+        for pattern in patterns:
+            matched = self._pattern_slots(pattern)
+            if matched is None:
+                return None
+            slots |= matched
+        return slots
 
     def _visibility(
         self,
+        audience: Audience,
         permits: Callable[[str], bool],
         within: Callable[[str], bool] | None,
         looked_at: npt.NDArray[np.bool_] | None,
-        permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> Callable[[str], bool]:
         """Whether a tool the search may return holds a term, for ``plan_query``: the term's texts
         (those ``looked_at`` leaves) are looked at in turn until one has a member within
-        ``within`` that ``permits`` allows; once per term and search. An administrator's first
-        text answers."""
+        ``within`` that the caller may call; once per term and search. Without ``within``, a
+        text ``looked_at`` leaves has such a member (it is the caller's own)."""
         seen: dict[str, bool] = {}
 
         def permitted(slot: int) -> bool:
             tool_text = self._by_slot[slot]
             role, name, _ = tool_text.key
-            every = None if permits_every_holder is None else permits_every_holder(role, name)
+            every = audience.permits_every_holder(role, name)
             if every is False:
                 return False
             return any(
@@ -350,6 +480,9 @@ class SearchIndex:
                 slots = self._postings.slots_of(term)
                 if looked_at is not None:
                     slots = slots[looked_at[slots]]
+                    if within is None:
+                        answer = seen[term] = bool(len(slots))
+                        return answer
                 answer = seen[term] = any(
                     permitted(slot)
                     for start in range(0, len(slots), 64)
@@ -372,33 +505,6 @@ class SearchIndex:
             return None
         slots = self._pattern_slots(pattern)
         return None if slots is None else sorted(slots)
-
-    def _reached_slots(self, reach: Sequence[Pattern] | None) -> list[int] | None:
-        """The slots with a member matching one of ``reach``; ``None`` when one of them names
-        no segment (it reaches everything), or when they reach so many tools that walking the
-        best texts first finds a page sooner. Only a shortcut, as above: the members left are
-        still asked of ``permits``."""
-        if reach is None:
-            return None
-        reached = 0
-        for pattern in reach:
-            size = self._pattern_size(pattern)
-            if size is None:
-                return None
-            reached += size
-            if reached > REACH_NARROWS:
-                return None
-        slots: set[int] = set()
-        for pattern in reach:
-            slots |= self._pattern_slots(pattern) or set()
-        return sorted(slots)
-
-    def _pattern_size(self, pattern: Pattern) -> int | None:
-        """At least as many as the tools or texts ``_pattern_slots`` reads for ``pattern``."""
-        if pattern.holder is not None:
-            return len(self._by_holder.get(pattern.holder, ()))
-        named = self._named_slots(pattern)
-        return min(map(len, named)) if named else None
 
     def _named_slots(self, pattern: Pattern) -> list[Collection[int]]:
         """The texts of the role and of the tool name ``pattern`` names (none, one or both)."""
@@ -459,18 +565,27 @@ class SearchIndex:
         return named
 
     def _holder_bonuses(
-        self, holder_words: tuple[tuple[str, float], ...], holders_by_word: dict[str, list[str]]
+        self,
+        holder_words: tuple[tuple[str, float], ...],
+        holders_by_word: dict[str, list[str]],
+        permits: Callable[[str], bool],
+        own: _Own | None,
     ) -> dict[str, float]:
-        """What each holder named by the query adds to the score of its documents."""
+        """What each holder named by the query adds to the score of its documents: a BM25 term
+        whose frequency is counted over the documents the caller may call."""
         bonuses: dict[str, float] = {}
         if not holder_words:
             return bonuses
         settings = self._settings
         saturated = settings.saturate(settings.holder_weight)
+        documents = len(self._documents) if own is None else own.documents
         for word, weight in holder_words:
             holders = holders_by_word[word]
-            on_holders = sum(len(self._by_holder[holder]) for holder in holders)
-            bonus = weight * bm25_idf(on_holders, len(self._documents)) * saturated
+            if own is None:
+                on_holders = sum(len(self._by_holder[holder]) for holder in holders)
+            else:
+                on_holders = sum(sum(map(permits, self._by_holder[holder])) for holder in holders)
+            bonus = weight * bm25_idf(on_holders, documents) * saturated
             for holder in holders:
                 bonuses[holder] = bonuses.get(holder, 0.0) + bonus
         return bonuses
@@ -490,13 +605,13 @@ class SearchIndex:
         slot: int,
         score: float,
         bonuses: dict[str, float],
+        audience: Audience,
         permits: Callable[[str], bool],
         within: Callable[[str], bool] | None,
-        permits_every_holder: Callable[[str, str], bool | None] | None,
     ) -> Hit | None:
         tool_text = self._by_slot[slot]
         role, name, _ = tool_text.key
-        every = None if permits_every_holder is None else permits_every_holder(role, name)
+        every = audience.permits_every_holder(role, name)
         if every is False:
             return None
         members = tool_text.members
@@ -694,6 +809,7 @@ class IndexBuild:
         self._finished = True
         index = self._index
         with index._lock:
+            index._own.clear()
             self._flush()
             if meanwhile is not None:
                 meanwhile()

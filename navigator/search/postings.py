@@ -33,7 +33,7 @@ import numpy.typing as npt
 from navigator.search.ranking import FIELD_COUNT, RankingSettings, bm25_idf
 from navigator.search.text import WRITTEN
 
-__all__ = ["PostingIndex", "PostingState"]
+__all__ = ["Among", "PostingIndex", "PostingState"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -103,6 +103,23 @@ class PostingState:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class Among:
+    """The texts a search counts in its statistics — a caller's own, when it may not call every
+    tool —: scored as if the index held those texts alone (``PostingIndex.among``).
+
+    ``terms``, when known: how many of the texts on one side — those counted when ``counted`` is
+    true, else those not counted — use each term; the smaller side's, so that a document
+    frequency is a lookup rather than a pass over the term's postings.
+    """
+
+    texts: npt.NDArray[np.bool_]
+    count: int
+    averages: FloatArray
+    terms: Mapping[str, int] | None = None
+    counted: bool = True
+
+
 def _length(terms: Sequence[str]) -> int:
     """A field's length: its terms, less the words kept as written beside their stems."""
     return len(terms) - sum(term.startswith(WRITTEN) for term in terms)
@@ -157,6 +174,12 @@ class PostingIndex:
         self._merge()
         return term in self._terms
 
+    def live(self) -> npt.NDArray[np.bool_]:
+        """One flag per slot (``slot_count`` of them): whether a text holds it."""
+        live = np.ones(self._next_slot, dtype=bool)
+        live[self._free] = False
+        return live
+
     @property
     def slot_count(self) -> int:
         """One more than the highest slot ever given: the length of ``scores``' answer."""
@@ -170,11 +193,41 @@ class PostingIndex:
             return np.zeros(0, dtype=np.int32)
         return np.frombuffer(postings.slots, dtype=np.int32)
 
-    def document_frequencies(self, terms: Iterable[str]) -> list[int]:
-        """How many texts use each of ``terms``, in order (0 for a term no text uses)."""
+    def document_frequencies(self, terms: Iterable[str], among: Among | None = None) -> list[int]:
+        """How many texts use each of ``terms``, in order (0 for a term no text uses); of the
+        texts ``among`` counts, when given (one gather over all the terms' postings)."""
         self._merge()
-        found = map(self._terms.get, terms)
-        return [len(postings.slots) if postings is not None else 0 for postings in found]
+        terms = list(terms)
+        found = list(map(self._terms.get, terms))
+        if among is None:
+            return [len(postings.slots) if postings is not None else 0 for postings in found]
+        if among.terms is not None:
+            side, counted = among.terms, among.counted
+            return [
+                0 if p is None else side.get(t, 0) if counted else len(p.slots) - side.get(t, 0)
+                for t, p in zip(terms, found, strict=True)
+            ]
+        used = [postings for postings in found if postings is not None]
+        if not used:
+            return [0] * len(found)
+        counted = iter(_counts_among(among, [p.slots for p in used]).tolist())
+        return [0 if postings is None else next(counted) for postings in found]
+
+    def among(
+        self,
+        texts: npt.NDArray[np.bool_],
+        terms: Mapping[str, int] | None = None,
+        counted: bool = True,
+    ) -> Among:
+        """The statistics of the texts ``texts`` marks (one flag per slot, ``slot_count`` of
+        them; free slots unmarked): their number and their fields' average lengths, quantised as
+        the whole index's are — so that a search ``among`` them scores exactly as a search of an
+        index holding them alone. ``terms`` and ``counted``: as ``Among`` keeps them."""
+        self._merge()
+        count = int(np.count_nonzero(texts))
+        totals = self._lengths[: self._next_slot][texts].sum(axis=0)
+        averages = np.array([_quantised(int(total), count) for total in totals.tolist()])
+        return Among(texts, count, averages, terms, counted)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -423,10 +476,12 @@ class PostingIndex:
 
     # -- scoring -------------------------------------------------------------------------------
 
-    def _coefficients(self, lengths: FloatArray) -> FloatArray:
-        """Per text (row) and field: the field's weight over its BM25 length normalisation."""
+    def _coefficients(self, lengths: FloatArray, averages: FloatArray | None = None) -> FloatArray:
+        """Per text (row) and field: the field's weight over its BM25 length normalisation,
+        against the index's average lengths or ``averages``."""
         b = self._settings.b
-        return self._weights / ((1.0 - b) + b * (lengths / self._averages))
+        averages = self._averages if averages is None else averages
+        return self._weights / ((1.0 - b) + b * (lengths / averages))
 
     @staticmethod
     def _pseudo(frequencies: npt.NDArray[np.uint8], coefficients: FloatArray) -> FloatArray:
@@ -449,8 +504,10 @@ class PostingIndex:
             postings.version = self._version
         return np.frombuffer(postings.pseudo, dtype=np.float32)
 
-    def scores(self, terms: Sequence[tuple[str, float]]) -> FloatArray:
-        """BM25F score of every slot for the weighted terms (0 for slots that match none).
+    def scores(self, terms: Sequence[tuple[str, float]], among: Among | None = None) -> FloatArray:
+        """BM25F score of every slot for the weighted terms (0 for slots that match none); with
+        ``among``, against the statistics of the texts it counts — only their scores mean
+        anything then.
 
         Terms are summed in the order given; each slot's score depends only on its own text and
         the collection's statistics, never on where its postings sit. All terms' contributions
@@ -458,25 +515,62 @@ class PostingIndex:
         order given, as adding them term by term would.
         """
         self._merge()
-        k1 = self._settings.k1
-        slot_parts: list[npt.NDArray[np.int32]] = []
-        pseudo_parts: list[npt.NDArray[np.float32]] = []
-        factors: list[float] = []
-        counts: list[int] = []
-        for term, weight in terms:
-            postings = self._terms.get(term)
-            if postings is None:
-                continue
-            slots = np.frombuffer(postings.slots, dtype=np.int32)
-            slot_parts.append(slots)
-            pseudo_parts.append(self._current_pseudo(postings))
-            factors.append(weight * bm25_idf(len(slots), self._live) * (k1 + 1.0))
-            counts.append(len(slots))
-        if not slot_parts:
+        present = [(term, weight) for term, weight in terms if term in self._terms]
+        used = [(weight, self._terms[term]) for term, weight in present]
+        if not used:
             return np.zeros(self._next_slot, dtype=np.float64)
-        pseudo = np.concatenate(pseudo_parts).astype(np.float64)
+        slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
+        if among is None or (
+            among.terms is not None and np.array_equal(among.averages, self._averages)
+        ):  # every posting as stored; with ``among``, at its idf (a lookup per term)
+            pseudo = np.concatenate([self._current_pseudo(p) for _, p in used])
+            counts = np.array([len(p.slots) for _, p in used])
+            frequencies = counts
+            if among is not None:
+                frequencies = np.array(self.document_frequencies([t for t, _ in present], among))
+        else:
+            slots, pseudo, counts = self._among_postings(slots, [p for _, p in used], among)
+            frequencies = counts
+        texts = self._live if among is None else among.count
+        k1 = self._settings.k1
+        factors = [
+            weight * bm25_idf(frequency, texts) * (k1 + 1.0)
+            for (weight, _), frequency in zip(used, frequencies.tolist(), strict=True)
+        ]
+        pseudo = pseudo.astype(np.float64)
         contributions = np.repeat(np.asarray(factors, dtype=np.float64), counts) * pseudo
         contributions /= pseudo + k1
-        return np.bincount(
-            np.concatenate(slot_parts), weights=contributions, minlength=self._next_slot
-        ).astype(np.float64, copy=False)
+        return np.bincount(slots, weights=contributions, minlength=self._next_slot).astype(
+            np.float64, copy=False
+        )
+
+    def _among_postings(
+        self, slots: npt.NDArray[np.int32], used: list[_TermPostings], among: Among
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.floating], npt.NDArray[np.intp]]:
+        """The postings ``slots`` (the terms ``used``, end to end) of the texts ``among`` counts,
+        their pseudo-frequencies against those texts' average lengths (the stored ones when the
+        averages are the index's), and how many each term keeps."""
+        kept = among.texts[slots]
+        counts = _segment_sums(kept, [len(p.slots) for p in used])
+        slots = slots[kept]
+        if np.array_equal(among.averages, self._averages):
+            pseudo = np.concatenate([self._current_pseudo(p) for p in used])[kept]
+            return slots, pseudo, counts
+        table = np.concatenate(
+            [np.frombuffer(p.frequencies, dtype=np.uint8) for p in used]
+        ).reshape(-1, FIELD_COUNT)[kept]
+        coefficients = self._coefficients(self._lengths[slots], among.averages)
+        return slots, self._pseudo(table, coefficients), counts
+
+
+def _segment_sums(flags: npt.NDArray[np.bool_], sizes: list[int]) -> npt.NDArray[np.intp]:
+    """How many of ``flags`` are set in each of the consecutive segments of ``sizes`` (each > 0)."""
+    starts = np.zeros(len(sizes), dtype=np.intp)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return np.add.reduceat(flags.astype(np.intp), starts)
+
+
+def _counts_among(among: Among, slot_arrays: list[array[int]]) -> npt.NDArray[np.intp]:
+    """How many of each slot array's slots ``among`` counts."""
+    slots = np.concatenate([np.frombuffer(slots, dtype=np.int32) for slots in slot_arrays])
+    return _segment_sums(among.texts[slots], [len(slots) for slots in slot_arrays])

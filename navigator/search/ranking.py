@@ -139,8 +139,7 @@ def plan_query(
     and a correction chosen, by the terms such tools hold: a hidden tool never decides whether
     a caller's word is corrected or which correction wins (SPEC §3: a tool the caller may not
     call is never hinted at). Other terms need no such test: a term only hidden tools hold
-    scores only them. Hidden tools' words still count in document frequencies, which move
-    scores (ADR 0007).
+    scores only them. ``document_frequencies`` counts the caller's own texts (ADR 0007).
     """
     words = list(words)
     terms: dict[str, float] = {}

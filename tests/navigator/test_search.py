@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import navigator.search.index as search_index
 from navigator.addresses import parse_pattern
-from navigator.grants import Caller, compile_permissions
+from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
 from navigator.search.vocabulary import Vocabulary
@@ -48,6 +48,17 @@ def index_of(*documents: ToolDocument) -> SearchIndex:
 
 def allow_all(_address: str) -> bool:
     return True
+
+
+def grants(*rows: tuple[str, str]) -> Permissions:
+    """The grant evaluator's permissions for alice with these (target, effect) rows, in order."""
+    records = tuple(
+        GrantRecord(number, "alice", target, (), effect, number)
+        for number, (target, effect) in enumerate(rows, start=1)
+    )
+    return compile_permissions(
+        Caller("alice", frozenset()), GrantSnapshot(revision=len(records), rows=records)
+    )
 
 
 def addresses(index: SearchIndex, query: str, **kwargs: object) -> list[str]:
@@ -252,7 +263,7 @@ def test_a_holder_the_caller_cannot_see_changes_nothing_it_finds(hidden: str) ->
     index.upsert([doc(f"{hidden}/secret/scan", "Scan negatives.")])
     assert before == ["web1/media/list_movies"]
     assert addresses(index, "film", permits=web1_only) == before
-    assert addresses(index, "film", permits=web1_only, reach=[parse_pattern("web1")]) == before
+    assert addresses(index, "film", permits=grants(("web1", "allow"))) == before
     # a holder the caller sees is still read as its name
     assert addresses(index, "film")[0] == f"{hidden}/secret/scan"
 
@@ -366,31 +377,52 @@ def test_different_contracts_do_not_collapse() -> None:
     assert addresses(index, "uptime") == ["db1/node/uptime", "db2/node/uptime"]
 
 
+def asking(permissions: Permissions, asked: list[str]) -> Permissions:
+    """``permissions``, noting in ``asked`` each address its ``permits`` is asked about."""
+    permits = permissions.permits
+
+    def noted(address: str) -> bool:
+        asked.append(address)
+        return permits(address)
+
+    permissions.permits = noted  # type: ignore[method-assign]
+    return permissions
+
+
+# a refusal of a machine that holds nothing: every tool is asked about holder by holder
+REFUSING_NOTHING = (("zz9", "deny"), ("*", "allow"))
+
+
 def test_permits_is_asked_only_about_tools_that_match_the_query() -> None:
     index = index_of(
         *(doc(f"m{n}/app/tool{n}", f"Unrelated thing number {n}.") for n in range(50)),
         *uptime_on("db1", "db2"),
     )
     asked: list[str] = []
-
-    def permits(address: str) -> bool:
-        asked.append(address)
-        return True
-
-    index.search("uptime", permits=permits)
+    index.search("uptime", permits=asking(grants(*REFUSING_NOTHING), asked))
     assert sorted(asked) == ["db1/node/uptime", "db2/node/uptime"]
 
 
 def test_permits_is_asked_only_for_the_page_not_the_catalogue() -> None:
     index = index_of(*(doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar.") for n in range(300)))
     asked: list[str] = []
+    index.search("sync calendar", permits=asking(grants(*REFUSING_NOTHING), asked), limit=8)
+    assert len(asked) < 100
+
+
+def test_a_predicate_is_asked_about_every_tool() -> None:
+    """A plain predicate says nothing of sets of tools: the caller's own statistics need every
+    tool asked about (the grant evaluator's shortcuts spare that)."""
+    index = index_of(*(doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar.") for n in range(30)))
+    asked: list[str] = []
 
     def permits(address: str) -> bool:
         asked.append(address)
-        return True
+        return address.startswith("m00")
 
-    index.search("sync calendar", permits=permits, limit=8)
-    assert len(asked) < 100
+    found = index.search("sync calendar", permits=permits, limit=30).hits
+    assert {hit.address for hit in found} == {f"m00{n}/app/sync_{n}" for n in range(10)}
+    assert len(set(asked)) == 30
 
 
 def test_within_narrows_before_collapsing() -> None:
@@ -425,23 +457,17 @@ def test_a_pattern_naming_a_tool_narrows_before_ranking(target: str, tool: str) 
     documents = [doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar, restart.") for n in range(300)]
     documents += [*uptime_on("db1", "db2"), doc("web1/app/restart", "Restart the web app.")]
     index = index_of(*documents)
-    permissions = compile_permissions(
-        Caller("alice", frozenset()),
-        GrantSnapshot(revision=1, rows=(GrantRecord(1, "alice", target, (), "allow", 1),)),
-    )
     asked: list[str] = []
-
-    def permits(address: str) -> bool:
-        asked.append(address)
-        return permissions.permits(address)
-
-    found = index.search("restart uptime sync", permits=permits, reach=permissions.reach).hits
+    permissions = asking(grants((target, "allow")), asked)
+    found = index.search("restart uptime sync", permits=permissions).hits
     assert {hit.document.name for hit in found} == {tool}
-    assert {address.rsplit("/", 1)[1] for address in asked} == {tool}
+    assert {address.rsplit("/", 1)[1] for address in asked} <= {tool}
     asked.clear()
     within = parse_pattern(target).matches_address
-    assert index.search("restart uptime sync", permits=permits, within=within).hits == found
-    assert {address.rsplit("/", 1)[1] for address in asked} == {tool}
+    everyone = index.search("restart uptime sync", permits=grants(("*", "allow")), within=within)
+    assert [hit.address for hit in everyone.hits] == [hit.address for hit in found]
+    assert index.search("restart uptime sync", permits=permissions, within=within).hits == found
+    assert {address.rsplit("/", 1)[1] for address in asked} <= {tool}
 
 
 # -- paging --------------------------------------------------------------------------------------
@@ -671,39 +697,26 @@ grant_rows = st.lists(st.tuples(grant_targets, st.sampled_from(["allow", "deny"]
     rows=grant_rows,
     words=queries,
     within_text=withins,
-    narrows=st.sampled_from([0, 4, 16_384]),
 )
 def test_the_grants_shortcuts_change_no_page(
     tools: list[tuple[str, str, str, int]],
     rows: list[tuple[str, str]],
     words: list[str],
     within_text: str | None,
-    narrows: int,
 ) -> None:
-    """Tools no allow rule reaches are never ranked, and a tool the grants decide alike on every
-    holder is not asked about holder by holder (ADR 0007 addendum): the pages are those of asking
-    the grant evaluator about every tool the query finds."""
-    records = tuple(
-        GrantRecord(number, "alice", target, (), effect, number)
-        for number, (target, effect) in enumerate(rows, start=1)
-    )
-    permissions = compile_permissions(
-        Caller("alice", frozenset()), GrantSnapshot(revision=len(records), rows=records)
-    )
+    """Tools neither the reach nor a refusal leaves in doubt are not asked about, and a tool the
+    grants decide alike on every holder is not asked about holder by holder (ADR 0007 addendum):
+    the pages are those of asking the grant evaluator about every tool."""
+    permissions = grants(*rows)
     within = None if within_text is None else parse_pattern(within_text).matches_address
     index = index_of(*build(tools).values())
     query = " ".join(words)
     for offset in (0, 3):
-        with pytest.MonkeyPatch.context() as patch:  # reached tools past it: no narrowing
-            patch.setattr(search_index, "REACH_NARROWS", narrows)
-            narrowed = index.search(
-                query, permits=permissions.permits, within=within, offset=offset, limit=4,
-                reach=permissions.reach, permits_every_holder=permissions.permits_every_holder,
-            )  # fmt: skip
+        shortcuts = index.search(query, permits=permissions, within=within, offset=offset, limit=4)
         every = index.search(
             query, permits=permissions.permits, within=within, offset=offset, limit=4
         )
-        assert narrowed == every
+        assert shortcuts == every
 
 
 # words with their misspellings and relatives: what a hidden tool could lend a query
@@ -730,30 +743,27 @@ worded_tools = st.lists(
     words=st.lists(st.sampled_from([*TEXT_WORDS, "databas", "zoekeepx", "moive", *HOLDERS]),
                    min_size=1, max_size=3),
     within_text=withins,
+    side_texts=st.sampled_from([0, 4096]),  # document frequencies counted, or looked up
 )  # fmt: skip
 # the caller's word is not corrected because a hidden tool holds the query's; a hidden word
 # nearer the query takes the correction
 @example(tools=[("db1", "app", "query", ["database"]), ("db2", "app", "query", ["databse"])],
-         rows=[("db1", "allow")], words=["databse"], within_text=None)  # fmt: skip
+         rows=[("db1", "allow")], words=["databse"], within_text=None, side_texts=0)  # fmt: skip
 @example(tools=[("db1", "app", "query", ["zookeeper"]), ("db2", "app", "query", ["zoekeepy"])],
-         rows=[("db1", "allow")], words=["zoekeepx"], within_text=None)  # fmt: skip
+         rows=[("db1", "allow")], words=["zoekeepx"], within_text=None, side_texts=0)  # fmt: skip
 def test_tools_hidden_from_a_caller_never_change_which_tools_it_finds(
     tools: list[tuple[str, str, str, list[str]]],
     rows: list[tuple[str, str]],
     words: list[str],
     within_text: str | None,
+    side_texts: int,
 ) -> None:
-    """SPEC §3: a tool the caller may not call is never hinted at. Its words count in document
-    frequencies (scores move, ADR 0007), but never decide whether a query word is corrected,
-    which correction wins, or which related words join: the tools found are those found in an
-    index of the caller's tools alone. Within a pattern, of the caller's tools within it."""
-    records = tuple(
-        GrantRecord(number, "alice", target, (), effect, number)
-        for number, (target, effect) in enumerate(rows, start=1)
-    )
-    permissions = compile_permissions(
-        Caller("alice", frozenset()), GrantSnapshot(revision=len(records), rows=records)
-    )
+    """SPEC §3: a tool the caller may not call is never hinted at. Its words neither count in
+    the statistics that rank (document frequencies, average lengths, the holder's share), nor
+    decide whether a query word is corrected, which correction wins, or which related words join:
+    the page is the one an index of the caller's tools alone gives, to the score. Within a
+    pattern, the tools found are those found among the caller's tools within it."""
+    permissions = grants(*rows)
     documents = {
         f"{holder}/{role}/{name}": doc(
             f"{holder}/{role}/{name}", " ".join(text), digest=f"{role}-{name}-{' '.join(text)}"
@@ -767,13 +777,18 @@ def test_tools_hidden_from_a_caller_never_change_which_tools_it_finds(
     within = None if within_text is None else parse_pattern(within_text).matches_address
 
     def found(index: SearchIndex) -> set[str]:
-        page = index.search(
-            query, permits=permissions.permits, limit=64, reach=permissions.reach,
-            permits_every_holder=permissions.permits_every_holder, within=within,
-        )  # fmt: skip
+        page = index.search(query, permits=permissions, limit=64, within=within)
         return {hit.address for hit in page.hits}
 
-    assert found(everything) == found(own)
+    for offset in (0, 2):
+        alone = own.search(query, permits=permissions, within=within, offset=offset, limit=3)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(search_index, "SIDE_TEXTS", side_texts)
+            for asked in (permissions, permissions.permits):  # with the shortcuts, and without
+                page = everything.search(
+                    query, permits=asked, within=within, offset=offset, limit=3
+                )
+                assert page == alone
     if within is not None:
         inside = (d for a, d in documents.items() if permissions.permits(a) and within(a))
         assert found(everything) == found(index_of(*inside))
@@ -792,6 +807,27 @@ def test_a_hidden_tools_word_neither_stops_nor_takes_a_correction(hidden: str, q
     index.upsert([doc("db2/secret/rotate", hidden)])
     assert before == [visible.address]
     assert addresses(index, query, permits=lambda a: a.startswith("db1/")) == before
+
+
+def test_tools_hidden_from_a_caller_never_move_its_own_results() -> None:
+    """A review (session 12): thirty tools a caller may not call, all about rotating, swapped the
+    order of its own two results — and so told it that such tools exist. Scores come from the
+    statistics of the caller's own tools."""
+    index = index_of(
+        doc("db1/files/rotate", "Rotate the files.", title="Rotate"),
+        doc("db1/files/show_logs", "Show the logs.", title="Logs"),
+    )
+    db1 = grants(("db1", "allow"))
+    before = index.search("rotate logs", permits=db1)
+    assert [hit.address for hit in before.hits] == ["db1/files/rotate", "db1/files/show_logs"]
+    index.upsert(
+        doc(f"web{n}/ops/rotate_{n}", "Rotate and compress the files.", title="Rotate")
+        for n in range(30)
+    )
+    assert index.search("rotate logs", permits=db1) == before
+    # an administrator sees them all, and its statistics are the whole index's
+    everyone = [hit.address for hit in index.search("rotate logs", permits=allow_all).hits]
+    assert everyone[0] == "db1/files/show_logs"
 
 
 operations = st.lists(
