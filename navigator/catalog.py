@@ -154,7 +154,14 @@ class CatalogTool:
 
     @property
     def title(self) -> str:
+        """The whole title, as ``describe`` gives it."""
         return self.contract.title or self.name
+
+    @property
+    def listed_title(self) -> str:
+        """The title as a listing or a search result shows it: at most 200 characters, as the
+        summary, so that an entry without a schema always fits in an answer (ADR 0022)."""
+        return _clipped(self.title)
 
     @property
     def description(self) -> str:
@@ -165,12 +172,17 @@ class CatalogTool:
         """The first sentence or line of the description, at most 200 characters."""
         text = self.description.strip().split("\n", 1)[0]
         head, dot, _ = text.partition(". ")
-        text = head + "." if dot else text
-        return text if len(text) <= 200 else text[:199] + "…"
+        return _clipped(head + "." if dot else text)
 
     @property
     def input_schema(self) -> Any:
         return self.definition.get("inputSchema", {"type": "object"})
+
+
+def _clipped(text: str) -> str:
+    """``text`` cut to ``LIMITS.listed_chars`` characters, an ellipsis marking the cut."""
+    most = LIMITS.listed_chars
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 _SET_TOOL = tuple(slot_setters(CatalogTool))

@@ -19,6 +19,8 @@ class Limits:
     search_limit_default: int = 8
     search_limit_max: int = 16
     collapsed_holders: int = 16
+    #: A tool's title and summary in listings and search results (describe gives the whole).
+    listed_chars: int = 200
     seats_page: int = 100
     grant_rows: int = 4096
     cursor_ttl_s: float = 120.0

@@ -225,7 +225,7 @@ class Navigator:
         tool = self.catalog.tool(hit.document.address)
         result: dict[str, Any] = {
             "address": hit.address,
-            "title": tool.title,
+            "title": tool.listed_title,
             "summary": tool.summary,
             "status": self.catalog.status(tool),
             "contractDigest": tool.contract_digest,

@@ -145,7 +145,7 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
             {
                 "address": t.address,
                 "kind": "tool",
-                "title": t.title,
+                "title": t.listed_title,
                 "summary": t.summary,
                 "status": holding.status,
             }
@@ -172,7 +172,7 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "address": tool.address,
             "kind": "tool",
-            "title": tool.title,
+            "title": tool.listed_title,
             "summary": tool.summary,
             "status": holding.status,
         }

@@ -439,6 +439,29 @@ async def test_tool_text_is_escaped_everywhere(tmp_path: Path) -> None:
     assert "&lt;script&gt;" in pages[0].text
 
 
+async def test_a_tool_with_an_oversized_title_hides_none_of_its_neighbours(
+    tmp_path: Path,
+) -> None:
+    """The console reads the walker tools: a 40,000-character title is cut there as in
+    ``seats`` and ``search``, and the tools beside it are shown."""
+    title = "Rotate logs " + "x" * 40_000
+    tools = [
+        {"name": name, "description": "Rotate logs.", "inputSchema": {"type": "object"}}
+        for name in ("list_logs", "rotate_keys", "rotate_logs")
+    ]
+    tools[-1]["title"] = title
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        await console.register("web2", AssignmentSpec(role="ops", module="ops", tools=tools))
+        assignment = await client.get("/console/assignments/web2/ops")
+        found = await client.get("/console/search", params={"q": "rotate logs"})
+    assert assignment.status_code == 200 and found.status_code == 200
+    for name in ("list_logs", "rotate_keys", "rotate_logs"):
+        assert f"web2/ops/{name}" in main_of(assignment.text)
+    assert "web2/ops/rotate_logs" in main_of(found.text)
+    for page in (assignment, found):
+        assert title[:199] + "…" in page.text and title[:200] not in page.text
+
+
 # --- headers, fragments, assets ------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fastmcp import Client
 
 from navigator.registrar import AssignmentSpec
@@ -151,6 +152,49 @@ async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_
     assert 0 < len(structured["results"]) < 16 and "nextCursor" in structured
     assert len(wire) + 200 < 64 * 1024
     assert _code(described) == "tool_schema_too_large"
+
+
+@pytest.mark.parametrize("letter", ["x", "\U0001f642"])  # an emoji is twelve bytes escaped
+async def test_an_oversized_title_is_cut_in_listings_and_results_never_too_large(
+    tmp_path: Any, letter: str
+) -> None:
+    """A title is the tool's own text, of any length: listings and search results show at most
+    200 characters of it, as of the summary, so an entry without a schema always fits and every
+    tool ranked or listed after it stays reachable; describe gives the whole title (or
+    tool_schema_too_large when the whole contract cannot fit: it is never cut)."""
+    title = "Rotate logs " + letter * 40_000
+    longish = "Rotate keys " + letter * 1_000
+    tools = [
+        {"name": "rotate_logs", "title": title, "description": "Rotate logs."},
+        {"name": "rotate_keys", "title": longish, "description": "Rotate keys."},
+        {"name": "list_logs", "description": "List logs."},
+    ]
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register(
+            "web2", "ops", [{**t, "inputSchema": {"type": "object"}} for t in tools]
+        )
+        async with mesh.client() as client:
+            found = await _call(client, "search", {"query": "rotate logs", "within": "web2"})
+            listed = await _call(client, "seats", {"address": "web2/ops"})
+            whole = await _call(client, "describe", {"address": "web2/ops/rotate_keys"})
+            too_large = await _call(client, "describe", {"address": "web2/ops/rotate_logs"})
+    assert "error" not in found and "error" not in listed
+    assert {r["address"] for r in found["results"]} == {f"web2/ops/{t['name']}" for t in tools}
+    assert "nextCursor" not in listed
+    assert [e["address"] for e in listed["entries"]] == [
+        "web2/ops/list_logs",
+        "web2/ops/rotate_keys",
+        "web2/ops/rotate_logs",
+    ]
+    shown = {r["address"].rsplit("/", 1)[1]: r["title"] for r in found["results"]}
+    assert shown == {e["address"].rsplit("/", 1)[1]: e["title"] for e in listed["entries"]}
+    assert shown == {
+        "rotate_logs": title[:199] + "…",
+        "rotate_keys": longish[:199] + "…",
+        "list_logs": "list_logs",
+    }
+    assert whole["title"] == longish
+    assert _code(too_large) == "tool_schema_too_large"
 
 
 async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> None:
