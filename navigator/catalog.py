@@ -420,9 +420,16 @@ class Catalog:
         return self._state.index
 
     def tool(self, address: str) -> CatalogTool:
+        tool = self.find_tool(address)
+        if tool is None:
+            raise UnknownTool()
+        return tool
+
+    def find_tool(self, address: str) -> CatalogTool | None:
+        """The live tool at ``address``; ``None`` when there is none, or its machine is retired."""
         tool = self._state.tools.get(address)
         if tool is None or self.machine_status(tool.machine) == RETIRED:
-            raise UnknownTool()
+            return None
         return tool
 
     def tools(self) -> Iterator[CatalogTool]:
@@ -577,17 +584,26 @@ class Catalog:
 
     async def refresh_heartbeats(self) -> list[str]:
         """Re-read every machine's heartbeat and announce the machines whose status moved since
-        it was last announced — including those that went silent, which nothing else reports."""
+        it was last announced — including those that went silent, which nothing else reports.
+
+        A machine retired (or back) since this view read it is reloaded whole, its tools with it,
+        never its record alone: the record would say retired while its tools stayed indexed,
+        until the change log's entry was applied (ADR 0008)."""
         rows = await short_read(self.registry, self.registry.rows, MACHINE_RECORDS, {})
         machines = self._state.machines
+        retirements = []
         for row in rows:
             record = MachineRecord(*row)
             state = machines.get(record.name)
             if state is None:
                 self._state.put_machine(record)
+            elif record.retired_at != state.record.retired_at:
+                retirements.append(record.name)
             elif record != state.record:
                 state.record = record
                 state.heartbeat_at = record.last_heartbeat_at
+        for name in retirements:
+            await self._reload_machine(name)
         return self._announce_status(datetime.now(UTC))
 
     def note_heartbeat(self, name: str, at: datetime) -> None:

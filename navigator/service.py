@@ -205,13 +205,21 @@ class Navigator:
             offset=position.offset,
             limit=limit,
         )
-        results = [self._result(hit, schemas) for hit in page.hits]
+        # (the rank of each result among the page's hits, the result)
+        shown = [
+            (rank, result)
+            for rank, hit in enumerate(page.hits)
+            if (result := self._result(hit, schemas)) is not None
+        ]
+        results = [result for _, result in shown]
         taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)
         if taken == 0 and results:
             raise ToolSchemaTooLarge()
         answer: dict[str, Any] = {"results": results[:taken]}
         if taken < len(results) or page.has_more:
-            next_position = CursorPosition(position.offset + taken, position.started)
+            # past every hit this page showed or passed over, and no further
+            passed = shown[taken][0] if taken < len(results) else len(page.hits)
+            next_position = CursorPosition(position.offset + passed, position.started)
             answer["nextCursor"] = self.cursors.issue(binding, next_position)
         meta = {
             "contract_digest": digest(
@@ -221,8 +229,13 @@ class Navigator:
         await self._settled(permissions)
         return answer, meta
 
-    def _result(self, hit: Hit, schemas: bool) -> dict[str, Any]:
-        tool = self.catalog.tool(hit.document.address)
+    def _result(self, hit: Hit, schemas: bool) -> dict[str, Any] | None:
+        """The hit as a result; ``None`` when its tool is no longer in the view (retired since
+        the index ranked it): a hit that disappeared is passed over, never an error of the
+        whole search."""
+        tool = self.catalog.find_tool(hit.document.address)
+        if tool is None:
+            return None
         result: dict[str, Any] = {
             "address": hit.address,
             "title": tool.listed_title,

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from navigator.catalog import Catalog
+from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import running
+from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import CatalogStore
+from registry import AccessStore, CatalogStore
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -122,3 +124,46 @@ async def test_a_heartbeat_announces_its_own_machine_and_a_refresh_every_silent_
         view.note_heartbeat("m1", later)
         assert [(e.kind, e.name) for e in [events.get_nowait()]] == [("status", "m1")]
         assert events.empty()
+
+
+@pytest.mark.parametrize("order", ["heartbeats first", "change log first"])
+async def test_a_retired_machine_takes_its_tools_out_of_search_at_once(
+    tmp_path: Path, order: str
+) -> None:
+    """The follower reads the change log, then every machine's record for its heartbeat: a
+    machine retired between the two reads comes with the heartbeats first. Its record said
+    retired while its tools stayed indexed, so every search ranking one of them failed whole as
+    unknown_tool until the next catch-up. Whichever read comes first, its tools go at once."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        for machine, name in (("m1", "lookup"), ("m2", "lookup_all")):  # not one collapsed hit
+            tools = [{**TOOLS[0], "name": name}]
+            spec = AssignmentSpec(role="books", module="tools-file", tools=tools)
+            await services.registrar.put_assignment(machine, spec)
+        await services.transact(
+            lambda session: AccessStore(session).grant("alice", "*/*/*", effect="allow")
+        )
+        view = Catalog(services.registry)  # a second navigator's view (no follower moves it)
+        await view.load()
+        other = Navigator(services.registry, view, services.connections, deadline_s=5.0)
+        alice = Caller("alice", frozenset())
+        before, _ = await other.search(
+            alice, "look up", limit=8, within=None, schemas=False, cursor=None
+        )
+        await services.transact(lambda session: CatalogStore(session).retire_machine("m1"))
+        if order == "heartbeats first":
+            await view.refresh_heartbeats()
+        else:
+            await view.catch_up()
+        after, _ = await other.search(
+            alice, "look up", limit=8, within=None, schemas=False, cursor=None
+        )
+        await view.catch_up()
+        await view.refresh_heartbeats()
+        settled, _ = await other.search(
+            alice, "look up", limit=8, within=None, schemas=False, cursor=None
+        )
+    assert {r["address"] for r in before["results"]} == {"m1/books/lookup", "m2/books/lookup_all"}
+    assert [r["address"] for r in after["results"]] == ["m2/books/lookup_all"]
+    assert settled == after
+    assert _addresses(view) == {"m2/books/lookup_all"}

@@ -7,6 +7,8 @@ import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,37 @@ async def test_a_cursor_ends_when_its_view_changes_before_a_catch_up_is_done(
         assert view.revision == revision
         with pytest.raises(InvalidCursor):
             await search(first["nextCursor"])
+
+
+async def test_a_hit_whose_tool_left_the_view_is_passed_over_and_paged_past(
+    tmp_path: Path,
+) -> None:
+    """The index may rank a tool the view no longer answers for (its machine's record read as
+    retired before its tools were dropped, as heartbeats once were): that hit is left out, not
+    an ``unknown_tool`` for the whole search, and the next page starts after it, so the pages
+    still hold every other tool once, in rank order."""
+    async with mesh_at(tmp_path) as mesh:
+        services = mesh.services
+        await mesh.register(
+            "web0", "logs", [{**t, "name": f"rotate_{t['name']}"} for t in _tools(5)]
+        )
+        view = Catalog(services.registry)  # a view only this test moves
+        await view.load()
+        navigator = Navigator(services.registry, view, services.connections, deadline_s=5.0)
+        ranked = [
+            hit.address for hit in view.index.search("rotate logs", permits=bool, limit=25).hits
+        ]
+        machine = view._state.machines["web0"]  # retired in its record alone: the tools stay
+        machine.record = replace(machine.record, retired_at=datetime.now(UTC))
+        seen: list[str] = []
+        cursor = None
+        while True:
+            answer, _meta = await navigator.search(
+                ALICE, "rotate logs", limit=6, within=None, schemas=False, cursor=cursor
+            )
+            seen += [result["address"] for result in answer["results"]]
+            cursor = answer.get("nextCursor")
+            if cursor is None:
+                break
+    assert len(ranked) == 25 and any(a.startswith("web0/") for a in ranked[:6])
+    assert seen == [address for address in ranked if not address.startswith("web0/")]
