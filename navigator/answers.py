@@ -2,7 +2,9 @@
 
 Every answer of ``seats``, ``search`` and ``describe`` fits in 64 KiB including the JSON-RPC
 envelope (SPEC §3). The text block repeats the JSON as an escaped string, so an entry costs about
-twice its own size; ``fit_entries`` measures that exactly and takes whole entries only.
+twice its own size; ``fit_entries`` measures that exactly and takes whole entries only. The
+envelope carries back the request's id, which the client chose: ``room_for`` takes it off the
+64 KiB (ADR 0022).
 """
 
 from __future__ import annotations
@@ -14,14 +16,20 @@ from typing import Any
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from navigator.errors import NavigatorError, error_body
+from navigator.errors import InvalidArguments, NavigatorError, error_body
 from navigator.limits import LIMITS
 
-__all__ = ["ERROR_META_KEY", "answer", "error_answer", "fit_entries", "wire_size"]
+__all__ = ["ERROR_META_KEY", "answer", "error_answer", "fit_entries", "room_for", "wire_size"]
 
 ERROR_META_KEY = "meshnav/error"
-#: Bytes of the JSON-RPC response around the result (jsonrpc, id, content list, _meta, isError).
+#: Bytes of the JSON-RPC response around the result (jsonrpc, content list, _meta, isError),
+#: the id apart: ``room_for`` counts it.
 ENVELOPE = 512
+
+_LONG_ID = (
+    f"The request's JSON-RPC id is longer than {LIMITS.request_id_bytes} bytes: this answer holds "
+    "it within its 64 KiB, and too little room would be left."
+)
 
 
 def _dumps(value: Any) -> str:
@@ -58,6 +66,19 @@ def _cost(value: Any) -> int:
     text = _dumps(value)
     structured = len(text) if text.isascii() else _wire(value)  # ASCII: escaping changes nothing
     return structured + _wire(text) - 2
+
+
+def room_for(request_id: str | int | None) -> int:
+    """The bytes an answer to the request ``request_id`` may take: the 64 KiB bound less the id,
+    which its envelope carries back (as a string when FastMCP gives it as one, the longer form).
+    An id past ``LIMITS.request_id_bytes`` is ``invalid_arguments``: it would leave too little
+    room for whole entries."""
+    if request_id is None:  # no JSON-RPC around the answer (the console)
+        return LIMITS.answer_bytes
+    size = _wire(request_id)
+    if size > LIMITS.request_id_bytes:
+        raise InvalidArguments(_LONG_ID)
+    return LIMITS.answer_bytes - size
 
 
 def wire_size(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> int:

@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, RequestParams
 from pydantic import ConfigDict
 
+from navigator.answers import room_for
 from navigator.caller import CallerSource, resolve_caller
 from navigator.errors import NavigatorError, error_body, from_registry
 from navigator.limits import LIMITS
@@ -78,6 +79,7 @@ class DiscoverExtension(ServerExtension):
                 within=arguments.get("within"),
                 schemas=True,
                 cursor=arguments.get("cursor"),
+                answer_bytes=room_for(context.request_id),
             )
         except NavigatorError as error:
             raise _rpc_error(error) from None

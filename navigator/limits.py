@@ -11,6 +11,8 @@ __all__ = ["LIMITS", "Limits"]
 class Limits:
     #: Every answer of seats, search and describe, JSON-RPC envelope included.
     answer_bytes: int = 64 * 1024
+    #: The JSON-RPC id of a seats, search or describe request, as written back in its answer.
+    request_id_bytes: int = 1024
     #: What ``call`` passes through of a node's answer.
     node_answer_bytes: int = 4 * 1024 * 1024
     #: tools/list of the navigator: the four walker tools.

@@ -154,7 +154,12 @@ class Navigator:
     # --- seats -----------------------------------------------------------------------------
 
     async def seats(
-        self, caller: Caller, address: str | None, cursor: str | None
+        self,
+        caller: Caller,
+        address: str | None,
+        cursor: str | None,
+        *,
+        answer_bytes: int = LIMITS.answer_bytes,
     ) -> dict[str, Any]:
         parsed = None if address is None else parse_walk_address(address)
         if parsed is not None and parsed.is_tool:
@@ -167,7 +172,7 @@ class Navigator:
             listing = walk(self.catalog, permissions, parsed)
         head = {k: v for k, v in listing.items() if k != "entries"}
         entries = listing["entries"][position.offset :]
-        taken = fit_entries(head, "entries", entries, reserve=CURSOR_RESERVE)
+        taken = fit_entries(head, "entries", entries, reserve=CURSOR_RESERVE, limit=answer_bytes)
         taken = min(taken, LIMITS.seats_page)
         result = {**head, "entries": entries[:taken]}
         if taken < len(entries):
@@ -190,8 +195,9 @@ class Navigator:
         within: str | None,
         schemas: bool,
         cursor: str | None,
+        answer_bytes: int = LIMITS.answer_bytes,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Ranked results and the answer's ``_meta``."""
+        """Ranked results and the answer's ``_meta``, within ``answer_bytes`` on the wire."""
         pattern = None if within is None else parse_pattern(within)
         permissions = await self.permissions(caller)
         binding = self._binding(
@@ -212,7 +218,7 @@ class Navigator:
             if (result := self._result(hit, schemas)) is not None
         ]
         results = [result for _, result in shown]
-        taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE)
+        taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE, limit=answer_bytes)
         if taken == 0 and results:
             raise ToolSchemaTooLarge()
         answer: dict[str, Any] = {"results": results[:taken]}
@@ -257,7 +263,9 @@ class Navigator:
 
     # --- describe --------------------------------------------------------------------------
 
-    async def describe(self, caller: Caller, address: str) -> dict[str, Any]:
+    async def describe(
+        self, caller: Caller, address: str, *, answer_bytes: int = LIMITS.answer_bytes
+    ) -> dict[str, Any]:
         tool = self.catalog.tool(str(parse_tool_address(address)))
         permissions = await self.permissions(caller)
         if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
@@ -275,7 +283,7 @@ class Navigator:
         contract["confirmation"] = self.confirmations.policy(tool)
         contract["status"] = self.catalog.status(tool)
         contract["contractDigest"] = tool.contract_digest
-        if wire_size(contract) > LIMITS.answer_bytes:
+        if wire_size(contract) > answer_bytes:
             raise ToolSchemaTooLarge()
         return contract
 

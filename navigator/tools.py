@@ -15,7 +15,7 @@ from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from navigator.answers import answer, error_answer
+from navigator.answers import answer, error_answer, room_for
 from navigator.caller import current_caller
 from navigator.elicitation import InputNeeded, elicitor_for
 from navigator.errors import (
@@ -78,10 +78,19 @@ class WalkerTool(Tool):
         raise TypeError(f"{type(self).__name__} must define answer()")
 
 
+def _answer_room() -> int:
+    """What this request's answer may take of the 64 KiB: less its JSON-RPC id (ADR 0022)."""
+    request = get_context().request_context
+    return room_for(None if request is None else request.request_id)
+
+
 class SeatsTool(WalkerTool):
     async def answer(self, arguments: dict[str, Any]) -> ToolResult:
         listing = await self.navigator.seats(
-            current_caller(), arguments.get("address"), arguments.get("cursor")
+            current_caller(),
+            arguments.get("address"),
+            arguments.get("cursor"),
+            answer_bytes=_answer_room(),
         )
         return answer(listing)
 
@@ -95,13 +104,17 @@ class SearchTool(WalkerTool):
             within=arguments.get("within"),
             schemas=arguments.get("schemas", False),
             cursor=arguments.get("cursor"),
+            answer_bytes=_answer_room(),
         )
         return answer(results, meta=meta)
 
 
 class DescribeTool(WalkerTool):
     async def answer(self, arguments: dict[str, Any]) -> ToolResult:
-        return answer(await self.navigator.describe(current_caller(), arguments["address"]))
+        contract = await self.navigator.describe(
+            current_caller(), arguments["address"], answer_bytes=_answer_room()
+        )
+        return answer(contract)
 
 
 class CallTool(WalkerTool):

@@ -5,14 +5,21 @@ existence and the grants before the size of ``args``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client
 
+from navigator.app import build_app
+from navigator.limits import LIMITS
 from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.navigator.test_paging import Mesh, _call, mesh_at
@@ -279,3 +286,117 @@ async def test_a_stdio_navigator_reads_its_principal_again_on_every_request(
     assert _code(denied) == "tool_not_granted"
     assert "web1/logs/rotate_logs_1" not in [r["address"] for r in found["results"]]
     assert _code(revoked) == "unauthenticated"
+
+
+#: A request of the sessionless era: no initialize, each request says who the client is.
+SESSIONLESS = "2026-07-28"
+CLIENT_META = {
+    "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@asynccontextmanager
+async def _over_http(tmp_path: Path) -> AsyncIterator[tuple[Services, Callable[..., Any]]]:
+    """The navigator's ASGI app in process, and a poster of ``tools/call`` with the JSON-RPC id
+    the test chooses (FastMCP's client chooses its own)."""
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with app.router.lifespan_context(app):
+        services: Services = app.state.meshnav
+        token = mint_token()
+
+        def alice(session: Any) -> None:
+            AccessStore(session).add_principal("alice", scopes=[], token_hash=hash_token(token))
+            AccessStore(session).grant("alice", "*/*/*", effect="allow")
+
+        await services.transact(alice)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+
+            async def call(tool: str, arguments: dict[str, Any], request_id: Any) -> bytes:
+                answer = await http.post(
+                    "/mcp",
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Accept": "application/json, text/event-stream",
+                        "MCP-Protocol-Version": SESSIONLESS,
+                        "Mcp-Method": "tools/call",
+                        "Mcp-Name": tool,
+                    },
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": request_id,
+                        "method": "tools/call",
+                        "params": {"name": tool, "arguments": arguments, "_meta": CLIENT_META},
+                    },
+                )
+                assert answer.status_code == 200, answer.text
+                return answer.content
+
+            yield services, call
+
+
+def _padded(pad: int) -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "description": "x" * pad}}}
+    return [{"name": "pad", "description": "Pad the answer.", "inputSchema": schema}]
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [7, "i" * 400, '"' * 511, "é" * 169],  # each quote is two bytes written, an é six
+    ids=["number", "400 letters", "quotes", "non-ascii"],
+)
+@pytest.mark.parametrize("tool", ["describe", "search"])
+async def test_an_answer_stays_within_64_kib_with_the_id_the_client_chose(
+    tmp_path: Path, tool: str, request_id: Any
+) -> None:
+    """The envelope carries the request's id back, and the client chose it: the largest
+    contract describe (or search with schemas) still answers fits in 64 KiB with it."""
+    async with _over_http(tmp_path) as (services, call):
+        lo, hi, largest = 8_000, 40_000, 0
+        while hi - lo > 1:  # the longest padding that is answered, not tool_schema_too_large
+            pad = (lo + hi) // 2
+            machine = f"m{pad}"
+            await services.registrar.put_assignment(
+                machine, AssignmentSpec(role="r", module="r", tools=_padded(pad))
+            )
+            if tool == "describe":
+                arguments: dict[str, Any] = {"address": f"{machine}/r/pad"}
+            else:
+                arguments = {"query": "pad", "within": machine, "schemas": True, "limit": 1}
+            body = await call(tool, arguments, request_id)
+            result = json.loads(body)["result"]
+            if result.get("isError") or not result["structuredContent"].get("results", True):
+                assert result["structuredContent"]["error"] == "tool_schema_too_large"
+                hi = pad
+            else:
+                lo, largest = pad, len(body)
+    assert 60 * 1024 < largest <= LIMITS.answer_bytes
+
+
+async def test_a_request_id_too_long_to_answer_within_the_bound_is_refused(
+    tmp_path: Path,
+) -> None:
+    """An id past 1 KiB leaves too little of the 64 KiB for whole entries: seats, search and
+    describe refuse it, without repeating it; call, bounded at 4 MiB, takes it."""
+    long_id = "i" * (LIMITS.request_id_bytes - 1)  # 1 KiB and one byte with its quotes
+    async with _over_http(tmp_path) as (services, call):
+        await services.registrar.put_assignment(
+            "m1", AssignmentSpec(role="r", module="r", tools=_padded(10))
+        )
+        answers = {
+            tool: json.loads(await call(tool, arguments, long_id))["result"]
+            for tool, arguments in (
+                ("seats", {}),
+                ("search", {"query": "pad"}),
+                ("describe", {"address": "m1/r/pad"}),
+                ("call", {"address": "m1/r/pad"}),
+            )
+        }
+        just_fits = json.loads(await call("seats", {}, long_id[:-1]))["result"]
+    for tool in ("seats", "search", "describe"):
+        assert _code(answers[tool]["structuredContent"]) == "invalid_arguments"
+        assert long_id not in answers[tool]["structuredContent"]["message"]
+    assert _code(answers["call"]["structuredContent"]) == "node_unavailable"  # no endpoint
+    assert "error" not in just_fits["structuredContent"]
