@@ -453,7 +453,7 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     started = time.perf_counter()
     cpu_started = time.process_time()
     if mode == "read":
-        with registry.transaction() as session:
+        with registry.read_transaction() as session:
             rows = CatalogStore(session).stream_catalog_rows()
             figures["tools"] = sum(1 for row in rows if row.tool is not None)
     elif mode == "load":

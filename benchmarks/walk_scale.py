@@ -96,7 +96,7 @@ def measure(catalog: Catalog, machine: str, samples: int) -> None:
 
 async def measure_paging(catalog: Catalog, registry: Registry, samples: int) -> None:
     """Every page of the top of ``seats`` for an administrator, listings kept or walked again."""
-    with registry.transaction() as session:
+    with registry.read_transaction() as session:
         revision = CatalogStore(session).revision("grants")
     rows = (GrantRecord(1, CALLER.principal, "*/*/*", (), "allow", revision),)
     caller = Caller(CALLER.principal, frozenset(), GrantSnapshot(revision=revision, rows=rows))

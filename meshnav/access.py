@@ -53,11 +53,13 @@ class Access:
             raise CommandError(str(error)) from None
         return Registry(self.database_url)
 
-    def _direct(self, work: Callable[[AccessStore], T]) -> T:
-        """``work`` on the registry itself, its errors worded as the admin API words them."""
+    def _direct(self, work: Callable[[AccessStore], T], *, writes: bool = True) -> T:
+        """``work`` on the registry itself, its errors worded as the admin API words them; in a
+        read transaction when it only reads (``writes=False``)."""
         registry = self._registry()
         try:
-            with registry.transaction() as session:
+            begin = registry.transaction if writes else registry.read_transaction
+            with begin() as session:
                 return work(AccessStore(session))
         except RegistryError as error:
             raise _command_error(from_registry(error)) from None
@@ -90,7 +92,7 @@ class Access:
     async def list_principals(self) -> list[dict[str, Any]]:
         if self.navigator_url:
             return list(await self._api("GET", "/principals"))
-        return [r.as_json() for r in self._direct(lambda store: store.principals())]
+        return [r.as_json() for r in self._direct(lambda store: store.principals(), writes=False)]
 
     async def rotate_principal(self, name: str, expires_days: float | None) -> dict[str, Any]:
         body = {"expiresDays": expires_days}
@@ -134,7 +136,7 @@ class Access:
     async def list_grants(self) -> list[dict[str, Any]]:
         if self.navigator_url:
             return list(await self._api("GET", "/grants"))
-        return [r.as_json() for r in self._direct(lambda store: store.grants())]
+        return [r.as_json() for r in self._direct(lambda store: store.grants(), writes=False)]
 
     async def revoke_grant(self, grant_id: int) -> None:
         if self.navigator_url:
@@ -146,7 +148,7 @@ class Access:
         if self.navigator_url:
             params = {"principal": principal, "address": address}
             return dict(await self._api("GET", "/grants/check", params=params))
-        return self._direct(lambda store: grant_verdict(store, principal, address))
+        return self._direct(lambda store: grant_verdict(store, principal, address), writes=False)
 
 
 def _command_error(error: NavigatorError) -> CommandError:

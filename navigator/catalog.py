@@ -513,7 +513,7 @@ class Catalog:
         gc.disable()
         build = state.index.build()
         try:
-            with self.registry.transaction() as session:
+            with self.registry.read_transaction() as session:
                 store = CatalogStore(session)
                 revision = store.last_change()
                 keys = store.node_keys()
@@ -558,7 +558,7 @@ class Catalog:
         """Re-read one machine and its assignments."""
 
         def read() -> tuple[MachineRecord | None, list[CatalogRow], bytes | None]:
-            with self.registry.transaction() as session:
+            with self.registry.read_transaction() as session:
                 store = CatalogStore(session)
                 try:
                     machine = store.machine(name)

@@ -92,7 +92,7 @@ class Navigator:
     # --- grants ----------------------------------------------------------------------------
 
     def _read_permissions(self, caller: Caller) -> Permissions:
-        with self.registry.transaction() as session:
+        with self.registry.read_transaction() as session:
             snapshot = AccessStore(session).snapshot(
                 caller.principal, caller.scopes, limit=LIMITS.grant_rows
             )
@@ -121,7 +121,7 @@ class Navigator:
 
     async def _grant_revision(self) -> int:
         def read() -> int:
-            with self.registry.transaction() as session:
+            with self.registry.read_transaction() as session:
                 return CatalogStore(session).revision("grants")
 
         return await self._read(read)

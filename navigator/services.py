@@ -34,10 +34,19 @@ class Services:
     authenticator: Authenticator
 
     async def transact(self, work: Callable[[Session], T]) -> T:
-        """Run ``work`` in one registry transaction, off the event loop."""
+        """Run ``work``, which may write, in one registry transaction, off the event loop."""
 
         def run() -> T:
             with self.registry.transaction() as session:
+                return work(session)
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def read(self, work: Callable[[Session], T]) -> T:
+        """Run ``work``, which only reads, in one registry read transaction, off the event loop."""
+
+        def run() -> T:
+            with self.registry.read_transaction() as session:
                 return work(session)
 
         return await anyio.to_thread.run_sync(run)

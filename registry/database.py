@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event, inspect, make_url, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +32,9 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0006"
 #: How long one statement may wait for a lock or a connection before the registry is "unavailable".
 STATEMENT_TIMEOUT_S = 5
+#: The execution option that marks a connection's transactions as writers': on SQLite they begin
+#: ``BEGIN IMMEDIATE``, taking the database's one write lock before their first read.
+WRITES = "meshnav_writes"
 
 
 def make_engine(url: str) -> Engine:
@@ -54,7 +57,8 @@ def make_engine(url: str) -> Engine:
             connect_args={"check_same_thread": False, "timeout": STATEMENT_TIMEOUT_S},
             pool_pre_ping=False,
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(
         url,
@@ -101,12 +105,25 @@ def _private_file(path: Path) -> None:
         )
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # pysqlite's own transaction handling emits BEGIN only before an INSERT, UPDATE or DELETE:
+    # the reads a writer makes before its first change (the machine, the assignment, the marks
+    # it keeps) would run outside its transaction, on data another writer is changing. Off, so
+    # that ``_sqlite_begin`` says when a transaction begins.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _sqlite_begin(connection: Connection) -> None:
+    """Begin a SQLite transaction at its first statement: a writer's (``WRITES``) with the write
+    lock taken at once, so that what it reads stays true until it commits; any other deferred, a
+    snapshot that waits for no writer and holds no writer back (WAL)."""
+    writes = connection.get_execution_options().get(WRITES, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 #: Never the URL itself: it may hold a password.
@@ -127,12 +144,16 @@ def translate_errors() -> Iterator[None]:
 
 
 class Registry:
-    """An engine and its sessions. ``transaction()`` is the unit of work: commit on success."""
+    """An engine and its sessions. ``transaction()`` is the unit of work that writes, commit on
+    success; ``read_transaction()`` one that only reads."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions = sessionmaker(
+            self.engine.execution_options(**{WRITES: True}), expire_on_commit=False
+        )
+        self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._held = HeldReads(self.engine) if self.reads_inline else None
 
     @property
@@ -148,7 +169,19 @@ class Registry:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Session]:
+        """A transaction that may write. On SQLite it holds the write lock from its first
+        statement, its reads included (``BEGIN IMMEDIATE``): a writer's check and the change it
+        makes from it are one step, as PostgreSQL's row and advisory locks make them there."""
         with translate_errors(), self._sessions() as session, session.begin():
+            yield session
+
+    @contextlib.contextmanager
+    def read_transaction(self) -> Iterator[Session]:
+        """A transaction that only reads: on SQLite one snapshot, taking no write lock, so it
+        neither waits for a writer nor holds one back. Changes belong in ``transaction()``: here
+        a write would take the lock only when it came, after reads another writer may have
+        made stale."""
+        with translate_errors(), self._read_sessions() as session, session.begin():
             yield session
 
     def rows(self, statement: AnySelect, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:

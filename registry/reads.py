@@ -5,10 +5,10 @@ statement. Through a pooled SQLAlchemy Core connection that read costs ~150 us o
 execution context and result machinery around ~40 us of SQLite's own work. On SQLite, where such
 reads run inline on the event loop (``Registry.reads_inline``), ``Reads`` runs the statement on one
 held DBAPI connection, compiled once for the dialect, and types its rows with the very result
-processors SQLAlchemy would apply. Each statement still reads the database as it is now: outside a
-transaction, pysqlite begins none for a SELECT, so every read sees the latest commit (WAL readers
-never wait for writers). Other databases, and any statement whose parameters need converting, take
-the ordinary pooled Core path (``Registry.rows``).
+processors SQLAlchemy would apply. Each statement still reads the database as it is now: the held
+connection begins no transaction (pysqlite's own BEGIN is off, ``database._sqlite_connect``), so
+every read sees the latest commit (WAL readers never wait for writers). Other databases, and any
+statement whose parameters need converting, take the ordinary pooled Core path (``Registry.rows``).
 """
 
 from __future__ import annotations

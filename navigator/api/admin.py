@@ -147,7 +147,7 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     machine, role = request.path_params["machine"], request.path_params["role"]
     found = services(request)
-    record, advertised = await found.transact(
+    record, advertised = await found.read(
         lambda session: (
             CatalogStore(session).assignment(machine, role),
             CatalogStore(session).machine(machine).advertise_url,
@@ -188,7 +188,7 @@ async def retire(request: Request) -> dict[str, Any]:
     found = services(request)
     machine, role = address.holder, address.role
     if address.holder == MESH and role is not None:
-        placed = (await found.transact(lambda session: CatalogStore(session).seats())).get(role)
+        placed = (await found.read(lambda session: CatalogStore(session).seats())).get(role)
         if placed is None:
             raise NotFound("No such seat.")
         machine, role = placed
@@ -214,7 +214,7 @@ async def mark_tool(request: Request) -> dict[str, Any]:
 
 async def list_seats(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
-    placed = await services(request).transact(lambda session: CatalogStore(session).seats())
+    placed = await services(request).read(lambda session: CatalogStore(session).seats())
     return {
         name: None if where is None else {"machine": where[0], "role": where[1]}
         for name, where in placed.items()
@@ -235,7 +235,7 @@ async def place_seat(request: Request) -> dict[str, Any]:
 
 async def list_principals(request: Request) -> list[dict[str, Any]]:
     require_scope(request, ADMIN_SCOPE)
-    rows = await services(request).transact(lambda session: AccessStore(session).principals())
+    rows = await services(request).read(lambda session: AccessStore(session).principals())
     return [row.as_json() for row in rows]
 
 
@@ -282,7 +282,7 @@ async def revoke_principal(request: Request) -> dict[str, Any]:
 async def list_grants(request: Request) -> list[dict[str, Any]]:
     require_scope(request, ADMIN_SCOPE)
     principal = request.query_params.get("principal")
-    rows = await services(request).transact(lambda session: AccessStore(session).grants(principal))
+    rows = await services(request).read(lambda session: AccessStore(session).grants(principal))
     return [row.as_json() for row in rows]
 
 
@@ -312,7 +312,7 @@ async def check_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     principal = request.query_params.get("principal", "")
     address = request.query_params.get("address", "")
-    return await services(request).transact(
+    return await services(request).read(
         lambda session: grant_verdict(AccessStore(session), principal, address)
     )
 

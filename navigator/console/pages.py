@@ -118,7 +118,7 @@ async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
             rows = sorted([*rows, *store.grants("*")], key=lambda row: row.id)
         return store.principals(), rows
 
-    principals, rows = await services(request).transact(read)
+    principals, rows = await services(request).read(read)
     return render.grants_page(principals, rows, principal)
 
 

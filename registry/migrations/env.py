@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import text
 
-from registry.database import make_engine
+from registry.database import WRITES, make_engine
 from registry.models import Base
 
 #: PostgreSQL advisory lock key, so that navigators starting together migrate one at a time.
@@ -15,7 +15,9 @@ MIGRATION_LOCK = 0x6D657368
 def run_migrations_online() -> None:
     url = context.config.attributes["database_url"]
     engine = make_engine(url)
-    with engine.connect() as connection:
+    # On SQLite the write lock is taken as the migration's transaction begins: a second
+    # ``migrate`` at once waits, then finds the schema at head (PostgreSQL: the advisory lock).
+    with engine.connect().execution_options(**{WRITES: True}) as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
             connection.commit()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -188,6 +188,88 @@ def test_change_log_ids_become_visible_in_the_order_they_were_given(registry: Re
         changes = CatalogStore(session).changes_since(start)
     assert committed == ["retired web1", "registered web2"]
     assert [machine for _, machine in changes] == ["web1", "web2"]
+
+
+def _while_held(
+    registry: Registry,
+    first: Callable[[CatalogStore], object],
+    then: Callable[[CatalogStore], object],
+) -> list[str]:
+    """``first`` in a transaction held open for a second after its change, and meanwhile
+    ``then`` in a transaction of its own; the errors ``then`` met."""
+    changed = threading.Event()
+    errors: list[str] = []
+
+    def holder() -> None:
+        with registry.transaction() as session:
+            first(CatalogStore(session))
+            changed.set()
+            time.sleep(1.0)
+
+    def other() -> None:
+        try:
+            with registry.transaction() as session:
+                then(CatalogStore(session))
+        except Conflict as error:
+            errors.append(str(error))
+
+    held = threading.Thread(target=holder)
+    held.start()
+    assert changed.wait(10)
+    second = threading.Thread(target=other)
+    second.start()
+    held.join(30)
+    second.join(30)
+    return errors
+
+
+def test_a_re_registration_waiting_for_a_marks_commit_keeps_the_mark(registry: Registry) -> None:
+    """A writer reads inside its transaction: on SQLite, pysqlite's own BEGIN came only at the
+    first write, so a re-registration read the marks before a concurrent operator's mark
+    committed, then wrote its tools back with the old ones."""
+    tools = [tool("query"), tool("drop")]
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment("db1", "pg", module="postgres", tools=tools)
+    errors = _while_held(
+        registry,
+        lambda store: store.mark_tool("db1", "pg", "drop", "always"),
+        lambda store: store.put_assignment("db1", "pg", module="postgres", tools=tools),
+    )
+    with registry.transaction() as session:
+        (assignment,) = CatalogStore(session).assignments()
+    assert errors == []
+    assert {t.name: t.confirmation for t in assignment.tools} == {
+        "drop": "always",
+        "query": "auto",
+    }
+
+
+def test_two_registrations_of_one_new_machine_at_once_both_succeed(registry: Registry) -> None:
+    """The second registration reads the machine after the first committed it: on SQLite it
+    read before (no transaction yet), found none, and its insert was a Conflict."""
+
+    def register(store: CatalogStore) -> None:
+        store.put_assignment("web1", "logs", module="logs", tools=[tool("q")])
+
+    assert _while_held(registry, register, register) == []
+    with registry.transaction() as session:
+        assert [m.name for m in CatalogStore(session).machines()] == ["web1"]
+
+
+def test_a_read_transaction_neither_waits_for_nor_holds_back_a_writer(registry: Registry) -> None:
+    """Reads (a navigator's load and catch-up, the admin API's lists) take no write lock."""
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment("web1", "logs", module="logs", tools=[tool("q")])
+    with registry.transaction() as writing:
+        CatalogStore(writing).retire_assignment("web1", "logs")
+        with registry.read_transaction() as session:  # while the writer holds its lock
+            assert [a.retired for a in CatalogStore(session).assignments()] == [False]
+    with registry.read_transaction() as reading:
+        assert [a.retired for a in CatalogStore(reading).assignments()] == [True]
+        with registry.transaction() as session:  # while the reader holds its snapshot
+            CatalogStore(session).put_assignment("web1", "logs", module="logs", tools=[])
+    with registry.read_transaction() as session:
+        assert [a.retired for a in CatalogStore(session).assignments()] == [False]
 
 
 def test_pruning_keeps_the_newest_entry_so_ids_are_never_reused(registry: Registry) -> None:
