@@ -355,8 +355,16 @@ class AccessStore:
         """Bind a node principal to the machine it first registers; later machines conflict, and
         so do a machine another principal is bound to (revoked or not) and one an operator
         registered (``meshnav register``): a node for such a machine needs a principal made for it
-        (``principal add --machine``). A first registration only ever creates a machine."""
+        (``principal add --machine``). A first registration only ever creates a machine.
+
+        Binding checks and then acts: two node principals binding one new machine at once (or one
+        principal two machines) would both pass the checks before either committed. The check
+        runs under the catalogue writers' lock, which the registration that follows holds anyway,
+        with the principal read again under it."""
         row = self._principal(name)
+        if row.machine is None:
+            CatalogStore(self.session).hold_writers()
+            self.session.refresh(row)
         if row.machine is None:
             taken = self.session.execute(
                 select(Principal.name).where(Principal.machine == machine, Principal.name != name)

@@ -177,12 +177,19 @@ class CatalogStore:
         self.session = session
         self._writing = False
 
+    def hold_writers(self) -> None:
+        """Take the catalogue writers' lock now, held to commit: before a check whose answer a
+        change in the same transaction relies on (``AccessStore.bind_machine``), so that no other
+        writer changes what it read before this transaction commits."""
+        self._write()
+
     def _write(self) -> None:
         """Before a transaction's first change to the catalogue: on PostgreSQL, a lock held to its
         commit, so that catalogue writers commit one at a time and the change log's ids become
         visible in the order they were given. Without it an id given earlier could commit later,
         behind a navigator that had read past it, and that change was never caught up (ADR 0008).
-        SQLite has one writer at a time already."""
+        On SQLite a writer's transaction holds the database's one write lock from its first
+        statement (``BEGIN IMMEDIATE``, ``Registry.transaction``)."""
         if self._writing:
             return
         self._writing = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -317,6 +318,64 @@ def test_an_unbound_node_principal_cannot_take_a_machine_another_speaks_for(
             store.bind_machine("node-b", "db1")
         store.bind_machine("node-b", "db2")
         assert store.principal("node-b").machine == "db2"
+
+
+def _register_while_another_does(
+    registry: Registry, first: tuple[str, str], then: tuple[str, str]
+) -> list[str]:
+    """``first`` (principal, machine) binds and registers as ``Registrar.register_node`` does,
+    holding its transaction open a second; meanwhile ``then`` does the same. ``then``'s
+    refusals."""
+    bound = threading.Event()
+    refused: list[str] = []
+
+    def register(principal: str, machine: str, hold: bool) -> None:
+        try:
+            with registry.transaction() as session:
+                AccessStore(session).bind_machine(principal, machine)
+                CatalogStore(session).register_node(
+                    machine, advertise_url=f"http://{principal}:1", heartbeat_s=5
+                )
+                if hold:
+                    bound.set()
+                    time.sleep(1.0)
+        except Conflict as error:
+            refused.append(str(error))
+
+    holder = threading.Thread(target=register, args=(*first, True))
+    holder.start()
+    assert bound.wait(10)
+    other = threading.Thread(target=register, args=(*then, False))
+    other.start()
+    holder.join(30)
+    other.join(30)
+    return refused
+
+
+def test_two_node_principals_binding_one_new_machine_at_once_bind_one(
+    registry: Registry,
+) -> None:
+    """The second bind checked before the first committed, found the machine free, and was given
+    its call-token key too."""
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
+        store.add_principal("node-b", scopes=["mesh:node"], token_hash="5" * 64)
+    refused = _register_while_another_does(registry, ("node-a", "db1"), ("node-b", "db1"))
+    with registry.transaction() as session:
+        bound = {p.name: p.machine for p in AccessStore(session).principals()}
+    assert refused == ["Another node principal speaks for that machine."]
+    assert bound == {"node-a": "db1", "node-b": None}
+
+
+def test_one_node_principal_binding_two_machines_at_once_binds_one(registry: Registry) -> None:
+    with registry.transaction() as session:
+        AccessStore(session).add_principal("node-a", scopes=["mesh:node"], token_hash="4" * 64)
+    refused = _register_while_another_does(registry, ("node-a", "db1"), ("node-a", "db2"))
+    with registry.transaction() as session:
+        assert AccessStore(session).principal("node-a").machine == "db1"
+        assert [m.name for m in CatalogStore(session).machines()] == ["db1"]
+    assert refused == ["This node principal is bound to another machine."]
 
 
 def test_an_unbound_node_principal_cannot_take_a_machine_an_operator_registered(
