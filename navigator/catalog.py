@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from navigator.errors import UnknownTool
@@ -411,6 +412,10 @@ class Catalog:
         self.node_keys: dict[str, bytes] = {}
         #: One contract object per digest, shared by every holder of that tool.
         self._contracts = _SharedContracts()
+        #: Held by a load or a catch-up from its read to its last change of the view. Two at once
+        #: (the follow loop's and a registrar's) could apply an older read of a machine over a
+        #: newer one, and the log position, already past both, would never bring it back.
+        self._changing = anyio.Lock()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -495,6 +500,10 @@ class Catalog:
         ``meanwhile`` runs in the loading thread once every row is read, while the index worker
         finishes the last texts: work of the loading process's own that would wait otherwise.
         """
+        async with self._changing:
+            await self._load(meanwhile)
+
+    async def _load(self, meanwhile: Callable[[], object] | None = None) -> None:
         revision, keys, state = await anyio.to_thread.run_sync(self._read_whole, meanwhile)
         self.node_keys = keys
         self._state = state
@@ -535,8 +544,13 @@ class Catalog:
         """Apply every change logged since this view was made, machine by machine.
 
         Returns how many changes were applied. Far behind (more than a page of the log, or behind
-        the point the log was pruned to), it loads the whole catalogue again instead.
+        the point the log was pruned to), it loads the whole catalogue again instead. One at a
+        time, and not beside a load: each reads the registry after the one before it applied.
         """
+        async with self._changing:
+            return await self._catch_up()
+
+    async def _catch_up(self) -> int:
         changes = await short_read(
             self.registry,
             self.registry.rows,
@@ -547,7 +561,7 @@ class Catalog:
             return 0
         pruned_through = changes[0][2]  # entries this view needed may be gone: reload
         if len(changes) >= CATCH_UP_PAGE or (pruned_through or 0) > self.revision:
-            await self.load()
+            await self._load()
             return len(changes)
         for machine in dict.fromkeys(name for _, name, _ in changes):
             await self._reload_machine(machine)

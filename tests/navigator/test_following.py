@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
+from sqlalchemy import event
 
 from navigator.catalog import Catalog
 from navigator.grants import Caller
@@ -16,7 +19,7 @@ from navigator.server import running
 from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, CatalogStore
+from registry import AccessStore, CatalogStore, Registry
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -56,14 +59,14 @@ async def test_a_current_view_catches_up_from_the_log_after_a_prune(tmp_path: Pa
         await services.registrar.put_assignment("m2", spec)
 
         loads = 0
-        load = other.load
+        load = other._load  # what a catch-up far behind calls, under the lock it holds
 
-        async def counted_load() -> None:
+        async def counted_load(meanwhile: Callable[[], object] | None = None) -> None:
             nonlocal loads
             loads += 1
-            await load()
+            await load(meanwhile)
 
-        other.load = counted_load  # type: ignore[method-assign]
+        other._load = counted_load  # type: ignore[method-assign]
         assert await other.catch_up() == 1
         assert loads == 0  # nothing it needed was pruned: it applied the one change
         assert _addresses(other) == {"m1/books/lookup", "m2/books/lookup"}
@@ -167,3 +170,43 @@ async def test_a_retired_machine_takes_its_tools_out_of_search_at_once(
     assert [r["address"] for r in after["results"]] == ["m2/books/lookup_all"]
     assert settled == after
     assert _addresses(view) == {"m2/books/lookup_all"}
+
+
+async def test_two_catch_ups_at_once_never_apply_an_older_read_over_a_newer_one(
+    tmp_path: Path,
+) -> None:
+    """The follow loop's catch-up reads web1 (live), and is slow to apply it; meanwhile web1's
+    assignment is retired and a registrar's catch-up applies that. Applied after it, the older
+    read showed the retired assignment live, and the log position, past both, never fixed it."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
+    async with running(services):
+        await services.registrar.put_assignment("web1", spec)
+        registry = Registry(services.registry.url)  # a second navigator's, watched alone
+        catalog = Catalog(registry)
+        await catalog.load()
+        await services.registrar.put_assignment("web1", spec)  # a change to catch up
+        first_read, second_applied = threading.Event(), threading.Event()
+        reads = 0
+
+        def slow_first_read(*arguments: object) -> None:  # SQLAlchemy's hook, not one of ours
+            nonlocal reads
+            if "tools.contract_digest" in str(arguments[2]) and reads == 0:
+                reads += 1
+                first_read.set()  # web1's rows are read: a busy thread pool holds them a while
+                second_applied.wait(1.0)
+
+        event.listen(registry.engine, "after_cursor_execute", slow_first_read)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(catalog.catch_up)
+                assert await anyio.to_thread.run_sync(first_read.wait, 10)
+                await services.registrar.retire("web1", "logs")
+                await catalog.catch_up()
+                second_applied.set()
+            assignment = catalog.assignment("web1", "logs")
+            assert assignment is not None and assignment.retired
+            assert await catalog.catch_up() == 0  # nothing left to bring it back
+        finally:
+            event.remove(registry.engine, "after_cursor_execute", slow_first_read)
+            registry.dispose()
