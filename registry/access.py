@@ -179,8 +179,16 @@ def _scopes_held_sqlite(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) 
 
 @compiles(_ScopesHeld, "postgresql")
 def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) -> str:
+    # Each scope compared as the JSON text it is stored as, never cast to JSONB or text: a scope
+    # holding a NUL or a lone surrogate (which the API refuses, but a registry may hold from
+    # before) failed the cast, and so every token's read. Both sides are written by the same
+    # encoder, so equal scopes are equal texts.
     needed, held = (compiler.process(clause, **kw) for clause in element.clauses)
-    return f"(CAST({needed} AS JSONB) <@ CAST({held} AS JSONB))"
+    return (
+        f"NOT EXISTS (SELECT 1 FROM json_array_elements(CAST({needed} AS JSON)) AS needed(scope)"
+        " WHERE CAST(needed.scope AS TEXT) NOT IN (SELECT CAST(held.scope AS TEXT)"
+        f" FROM json_array_elements(CAST({held} AS JSON)) AS held(scope)))"
+    )
 
 
 _SNAPSHOT = (

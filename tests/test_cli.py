@@ -173,6 +173,8 @@ def _one_line(result: Any) -> str:
         (["principal", "add", "hank", "--expires", "0"], "invalid_arguments"),
         (["principal", "add", "hank", "--expires", "-1"], "invalid_arguments"),
         (["principal", "add", "hank", "--machine", "BAD_M"], "invalid_address"),
+        (["principal", "add", "hank", "--scopes", "mesh/admin"], "invalid_arguments"),
+        (["principal", "add", "hank", "--scopes", "s" * 65], "invalid_arguments"),
         (["principal", "revoke", "nobody"], "not_found"),
         (["grant", "check", "nobody", "db1/sqlite/query"], "not_found"),
     ],
@@ -184,6 +186,12 @@ def test_the_registry_directly_keeps_the_admin_apis_rules(
     API's words: the registry never holds a principal the API would not have made."""
     assert _one_line(invoke(*arguments, code=1)).startswith(f"meshnav: {said}: ")
     assert invoke("principal", "list", "--json") == []
+
+
+def test_the_registry_directly_takes_no_scope_outside_the_grammar(invoke: Any) -> None:
+    line = _one_line(invoke("grant", "deny", "*", "db9/*/*", "--scopes", "ops\x00", code=1))
+    assert line.startswith("meshnav: invalid_arguments: ") and "ops" not in line
+    assert invoke("grant", "list", "--json") == []
 
 
 def test_a_bad_address_to_grant_check_is_one_line(invoke: Any) -> None:

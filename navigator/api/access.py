@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from navigator.addresses import is_machine_name
 from navigator.bodies import Body
@@ -18,9 +18,11 @@ from navigator.limits import LIMITS
 from registry import AccessStore
 
 __all__ = [
+    "SCOPE_PATTERN",
     "GrantBody",
     "PrincipalBody",
     "RotateBody",
+    "Scope",
     "checked_principal",
     "expiry",
     "grant_verdict",
@@ -28,6 +30,13 @@ __all__ = [
 ]
 
 _PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
+
+#: A scope, as a principal holds it and a grant row or a module names it: letters, digits and
+#: ``_.:-``, 1 to 64 (``mesh:admin``, ``ops``, ``db:write``). Every body that takes scopes holds
+#: them to it, the command line's direct path included: a stored scope with a NUL or a lone
+#: surrogate made every token read fail on PostgreSQL.
+SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+Scope = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN)]
 
 
 def is_principal_name(name: str) -> bool:
@@ -42,7 +51,7 @@ def is_principal_name(name: str) -> bool:
 
 class PrincipalBody(Body):
     name: str = Field(min_length=1, max_length=128, pattern=_PRINCIPAL_NAME)
-    scopes: list[str] = Field(default_factory=list, max_length=64)
+    scopes: list[Scope] = Field(default_factory=list, max_length=64)
     machine: str | None = Field(default=None, max_length=63)
     expires_days: float | None = Field(default=None, alias="expiresDays", gt=0, le=3650)
 
@@ -55,7 +64,7 @@ class GrantBody(Body):
     principal: str = Field(min_length=1, max_length=128)
     target: str = Field(min_length=1, max_length=256)
     effect: Literal["allow", "deny"]
-    scopes: list[str] = Field(default_factory=list, max_length=64)
+    scopes: list[Scope] = Field(default_factory=list, max_length=64)
 
 
 def checked_principal(body: PrincipalBody) -> PrincipalBody:

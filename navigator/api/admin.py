@@ -17,6 +17,7 @@ from navigator.api.access import (
     GrantBody,
     PrincipalBody,
     RotateBody,
+    Scope,
     checked_principal,
     expiry,
     grant_verdict,
@@ -56,7 +57,7 @@ class AssignmentRegistration(Body):
     module: str | None = Field(default=None, max_length=128)
     endpoint: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
     tools: list[dict[str, Any]] | None = Field(default=None, max_length=4096)
-    scopes: list[str] = Field(default_factory=list, max_length=64)
+    scopes: list[Scope] = Field(default_factory=list, max_length=64)
     seat: str | None = Field(default=None, max_length=63)
     grant_scope_holders: bool = Field(default=False, alias="grantScopeHolders")
 

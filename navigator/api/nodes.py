@@ -10,6 +10,7 @@ from pydantic import Field
 from starlette.requests import Request
 
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
+from navigator.api.access import Scope
 from navigator.api.base import read_body, require_scope
 from navigator.bodies import Body
 from navigator.errors import InvalidArguments
@@ -25,7 +26,7 @@ class AssignmentBody(Body):
     module: str = Field(max_length=128)
     kind: Literal["assignment", "node_seat"] = "assignment"
     seat: str | None = Field(default=None, max_length=63)
-    scopes: list[str] = Field(default_factory=list, max_length=64)
+    scopes: list[Scope] = Field(default_factory=list, max_length=64)
     tools: list[dict[str, Any]] = Field(max_length=4096)
 
 

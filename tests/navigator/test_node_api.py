@@ -3,12 +3,14 @@ takes no seat another machine holds, and no body is read past its bound."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from starlette.requests import Request
 
 from navigator.api.base import MAX_BODY_BYTES
@@ -211,3 +213,66 @@ async def test_a_grant_id_is_ascii_digits_within_the_column(tmp_path: Path) -> N
     assert [a.status_code for a in answers] == [404] * len(answers)
     assert {a.json()["error"] for a in answers} == {"not_found"}
     assert [g.id for g in left] == [1]
+
+
+#: Scopes no body takes (SPEC §7): a NUL and a lone surrogate, which PostgreSQL's JSONB cannot hold,
+#: written as JSON escapes; and scopes outside the grammar.
+BAD_SCOPES = ["\\u0000", "ops\\ud800", "mesh admin", "mesh/admin", "", "s" * 65]
+
+
+@pytest.mark.parametrize(
+    "scope", BAD_SCOPES, ids=["nul", "lone-surrogate", "space", "slash", "empty", "too-long"]
+)
+async def test_a_scope_outside_the_grammar_is_refused_in_every_body(
+    tmp_path: Path, scope: str
+) -> None:
+    """A grant whose scopes held a NUL, taken with 200, made every token read fail on
+    PostgreSQL: every principal, the administrator who would revoke it included, was answered
+    registry_unavailable. Every body that takes scopes now refuses it, naming where, never what."""
+    scopes = f'["ops", "{scope}"]'
+    node = registration("db1", "http://10.0.0.1:7801")
+    node["assignments"][0]["scopes"] = ["SCOPES"]
+    bodies = [
+        (
+            "/api/v1/grants",
+            "root",
+            f'{{"principal": "*", "target": "db9/*/*", "effect": "deny", "scopes": {scopes}}}',
+            "/scopes/1",
+        ),
+        ("/api/v1/principals", "root", f'{{"name": "hank", "scopes": {scopes}}}', "/scopes/1"),
+        (
+            "/api/v1/assignments",
+            "root",
+            f'{{"machine": "web9", "role": "logs", "tools": [], "scopes": {scopes}}}',
+            "/scopes/1",
+        ),
+        (
+            "/api/v1/nodes/register",
+            "node-a",
+            json.dumps(node).replace('["SCOPES"]', scopes),
+            "/assignments/0/scopes/1",
+        ),
+    ]
+    async with navigator(tmp_path) as (client, tokens, services):
+        answers = [
+            (
+                await client.post(
+                    path,
+                    content=body.encode(),
+                    headers={**bearer(tokens[who]), "content-type": "application/json"},
+                ),
+                pointer,
+            )
+            for path, who, body, pointer in bodies
+        ]
+        grants = await services.transact(lambda session: AccessStore(session).grants())
+        principals = await services.transact(lambda session: AccessStore(session).principals())
+        machines = await services.transact(lambda session: CatalogStore(session).machines())
+    for answer, pointer in answers:
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "invalid_arguments"
+        assert answer.json()["pointer"] == pointer
+        assert scope not in answer.text or not scope
+    assert grants == []
+    assert sorted(p.name for p in principals) == ["node-a", "node-b", "root"]
+    assert machines == []

@@ -393,3 +393,22 @@ def test_an_unbound_node_principal_cannot_take_a_machine_an_operator_registered(
             store.bind_machine("node-a", "web3")
         store.add_principal("node-web3", scopes=["mesh:node"], token_hash="5" * 64, machine="web3")
         store.bind_machine("node-web3", "web3")
+
+
+@pytest.mark.parametrize("scope", ["\u0000", "\ud800"], ids=["nul", "lone-surrogate"])
+def test_a_stored_scope_no_jsonb_holds_stops_no_ones_token_read(
+    registry: Registry, scope: str
+) -> None:
+    """A registry may hold such a scope from before the API refused it: on PostgreSQL the
+    comparison cast every row's scopes to JSONB, and every token's read failed with it."""
+    with registry.transaction() as session:
+        store = AccessStore(session)
+        store.add_principal("ops", scopes=["mesh:admin"], token_hash="1" * 64)
+        store.grant("ops", "*/*/*", effect="allow")
+        store.grant("*", "db9/*/*", effect="deny", scopes=[scope])
+    holder = read_token_holder(registry, "1" * 64, limit=100)
+    assert holder is not None and holder.grants is not None
+    assert [row.target for row in holder.grants.rows] == ["*/*/*"]
+    with registry.transaction() as session:
+        snapshot = AccessStore(session).snapshot("ops", ["mesh:admin"], limit=100)
+    assert snapshot is not None and [row.target for row in snapshot.rows] == ["*/*/*"]
