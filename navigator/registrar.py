@@ -8,6 +8,7 @@ and drop node clients that a re-registration made stale.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ __all__ = ["AssignmentSpec", "Registrar", "RegistrationResult", "is_node_endpoin
 logger = logging.getLogger("meshnav.navigator.registrar")
 
 MAX_TOOLS_PER_ASSIGNMENT = 4096
+
+#: Why a tool whose definition JSON cannot carry exactly is refused: its digest (RFC 8785) has no
+#: value for it, the registry and the answers no text.
+NOT_JSON = "definition holds NaN, an infinity, a lone surrogate or an integer past 2^53"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +84,26 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
         if not isinstance(tool.get("inputSchema", {}), dict):
             result.refused.append({"name": name, "reason": "inputSchema is not an object"})
             continue
-        seen.add(name)
         definition = {k: v for k, v in tool.items() if k != "_meta"}
-        tools.append(
-            NewTool(name=name, definition=definition, contract_digest=contract_digest(definition))
-        )
+        digest = _digest(definition)
+        if digest is None:
+            result.refused.append({"name": name, "reason": NOT_JSON})
+            continue
+        seen.add(name)
+        tools.append(NewTool(name=name, definition=definition, contract_digest=digest))
         result.registered.append(f"{prefix}/{name}")
     return tools
+
+
+def _digest(definition: Mapping[str, Any]) -> str | None:
+    """The contract digest of a definition the registry can hold and every answer can write;
+    ``None`` for one holding NaN or an infinity (which Python's JSON reader takes), a lone
+    surrogate anywhere, or, in its contract, an integer past 2^53 (RFC 8785 refuses those)."""
+    try:
+        json.dumps(definition, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        return contract_digest(definition)
+    except ValueError:  # UnicodeEncodeError and rfc8785's CanonicalizationError are ValueErrors
+        return None
 
 
 class Registrar:

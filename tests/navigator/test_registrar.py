@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from navigator.registrar import AssignmentSpec
+from navigator.registrar import NOT_JSON, AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
@@ -34,3 +34,31 @@ async def test_the_scope_holders_row_follows_the_modules_scopes(tmp_path: Path) 
         changed = await register(["team:b"])
     assert first == again == [("deny", "m1/books/*", ()), ("allow", "m1/books/*", ("team:a",))]
     assert changed == [("deny", "m1/books/*", ()), ("allow", "m1/books/*", ("team:b",))]
+
+
+async def test_a_tool_json_cannot_carry_is_refused_and_the_rest_registered(tmp_path: Path) -> None:
+    """A definition holding NaN (which Python's JSON reader takes from a body), a lone surrogate
+    or an integer past 2^53 has no contract digest: the digest's error failed the whole
+    registration with a plain-text 500. That one tool is refused, as a bad name is."""
+    odd = {
+        "nan": {"type": "object", "properties": {"n": {"type": "number", "maximum": float("nan")}}},
+        "infinity": {"type": "object", "properties": {"n": {"maximum": float("inf")}}},
+        "big": {"type": "object", "properties": {"n": {"maximum": 2**60}}},
+    }
+    tools = [
+        *({"name": name, "inputSchema": schema} for name, schema in odd.items()),
+        {"name": "surrogate", "description": "a\ud800b", "inputSchema": {"type": "object"}},
+        {"name": "elsewhere", "inputSchema": {"type": "object"}, "x-note": float("nan")},
+        *TOOLS,
+    ]
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        spec = AssignmentSpec(role="books", module="books", tools=tools)
+        result = await services.registrar.put_assignment("m1", spec)
+        live = sorted(tool.address for tool in services.catalog.tools())
+    assert result.registered == ["m1/books/lookup"]
+    assert result.refused == [
+        {"name": name, "reason": NOT_JSON}
+        for name in ("nan", "infinity", "big", "surrogate", "elsewhere")
+    ]
+    assert live == ["m1/books/lookup"]
