@@ -95,12 +95,16 @@ class Contract:
 
 
 def _head_of(definition: Mapping[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
-    """A definition's title, description and annotations (each as ``Contract`` reads it)."""
+    """A definition's title, description and annotations (each as ``Contract`` reads it).
+    Annotations that are not an object are none: the registrar refuses such a tool, but a
+    registry may hold one from before, and its title was read from them as from an object."""
     annotations = definition.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = None
     return (
         str(definition.get("title") or (annotations or {}).get("title") or ""),
         str(definition.get("description") or ""),
-        annotations if isinstance(annotations, dict) else None,
+        annotations,
     )
 
 

@@ -84,6 +84,9 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
         if not isinstance(tool.get("inputSchema", {}), dict):
             result.refused.append({"name": name, "reason": "inputSchema is not an object"})
             continue
+        if not isinstance(tool.get("annotations", {}), dict | None):
+            result.refused.append({"name": name, "reason": "annotations is not an object"})
+            continue
         definition = {k: v for k, v in tool.items() if k != "_meta"}
         digest = _digest(definition)
         if digest is None:

@@ -62,3 +62,24 @@ async def test_a_tool_json_cannot_carry_is_refused_and_the_rest_registered(tmp_p
         for name in ("nan", "infinity", "big", "surrogate", "elsewhere")
     ]
     assert live == ["m1/books/lookup"]
+
+
+async def test_a_tool_whose_annotations_are_not_an_object_is_refused(tmp_path: Path) -> None:
+    """MCP's annotations are an object; read as one, a list or a string broke the tool's title
+    (and every search that met it). Refused as a non-object inputSchema is; absent or null is
+    none."""
+    odd = {"list": ["readOnlyHint"], "text": "read only", "empty": [], "no": False}
+    tools = [
+        *({"name": name, "annotations": value, "inputSchema": {}} for name, value in odd.items()),
+        {"name": "none", "annotations": None, "inputSchema": {"type": "object"}},
+        {"name": "hinted", "annotations": {"title": "Hinted"}, "inputSchema": {"type": "object"}},
+    ]
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        spec = AssignmentSpec(role="books", module="books", tools=tools)
+        result = await services.registrar.put_assignment("m1", spec)
+        titles = {tool.name: tool.title for tool in services.catalog.tools()}
+    assert result.refused == [
+        {"name": name, "reason": "annotations is not an object"} for name in odd
+    ]
+    assert titles == {"none": "none", "hinted": "Hinted"}  # no title: the name

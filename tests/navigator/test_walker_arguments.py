@@ -21,7 +21,7 @@ from navigator.server import build_mcp
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore
+from registry import AccessStore, CatalogStore, NewTool
 from tests.navigator.test_paging import Mesh, _call, mesh_at
 
 COUNT_TOOL = {
@@ -400,3 +400,27 @@ async def test_a_request_id_too_long_to_answer_within_the_bound_is_refused(
         assert long_id not in answers[tool]["structuredContent"]["message"]
     assert _code(answers["call"]["structuredContent"]) == "node_unavailable"  # no endpoint
     assert "error" not in just_fits["structuredContent"]
+
+
+async def test_a_stored_tool_whose_annotations_are_a_list_is_searched_and_described(
+    tmp_path: Any,
+) -> None:
+    """A registry may hold such a tool from before the registrar refused it: with no title of
+    its own, its title was read from the list as from an object, and every search that met it,
+    and its describe, was internal_error, for every caller."""
+    definition = {
+        "name": "rotate_everything",
+        "description": "Rotate every log there is.",
+        "annotations": ["readOnlyHint"],
+        "inputSchema": {"type": "object"},
+    }
+    async with mesh_at(tmp_path) as mesh, mesh.client() as client:
+        with mesh.services.registry.transaction() as session:
+            tool = NewTool("rotate_everything", definition, contract_digest="e" * 64)
+            CatalogStore(session).put_assignment("web2", "logs", module="logs", tools=[tool])
+        await mesh.services.catalog.catch_up()
+        found = await _call(client, "search", {"query": "rotate everything", "limit": 3})
+        described = await _call(client, "describe", {"address": "web2/logs/rotate_everything"})
+    assert found["results"][0]["address"] == "web2/logs/rotate_everything"
+    assert described["title"] == "rotate_everything"  # no title of its own: the name
+    assert described["description"] == "Rotate every log there is."
