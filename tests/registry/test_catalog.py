@@ -162,31 +162,14 @@ def test_change_log_ids_become_visible_in_the_order_they_were_given(registry: Re
         store = CatalogStore(session)
         store.put_assignment("web1", "logs", module="logs", tools=[tool("q")])
         start = store.last_change()
-    taken = threading.Event()
-    committed: list[str] = []
-
-    def slow_retirement() -> None:
-        with registry.transaction() as session:
-            CatalogStore(session).retire_assignment("web1", "logs")
-            taken.set()
-            time.sleep(1.0)  # holds its log id uncommitted
-        committed.append("retired web1")
-
-    def registration() -> None:
-        with registry.transaction() as session:
-            CatalogStore(session).put_assignment("web2", "logs", module="logs", tools=[tool("q")])
-        committed.append("registered web2")
-
-    first = threading.Thread(target=slow_retirement)
-    first.start()
-    assert taken.wait(10)
-    second = threading.Thread(target=registration)
-    second.start()
-    first.join(30)
-    second.join(30)
+    errors = _while_held(
+        registry,
+        lambda store: store.retire_assignment("web1", "logs"),  # holds its log id uncommitted
+        lambda store: store.put_assignment("web2", "logs", module="logs", tools=[tool("q")]),
+    )
     with registry.transaction() as session:
         changes = CatalogStore(session).changes_since(start)
-    assert committed == ["retired web1", "registered web2"]
+    assert errors == []
     assert [machine for _, machine in changes] == ["web1", "web2"]
 
 
