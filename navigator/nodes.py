@@ -19,7 +19,9 @@ by the session's own code — and reads the one answer it gets back, JSON or an 
 (progress passed on), never more than the answer limit (ADR 0018). This skips the session's
 message streams and tasks, ~15% of a relayed call's CPU. A node's request for input
 (``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era;
-the answers the session reads are measured after it has read them (``_check_size``).
+the answers the session reads are bounded as they arrive by the client's pool
+(``navigator.bounded``: no body but an event stream is read past the answer limit, and an event
+stream's events are bounded one by one) and measured once read (``_check_size``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mesh.calltokens import META_KEY
 from navigator.answers import ERROR_META_KEY
+from navigator.bounded import AnswerTooLarge, bounded_client, passed_limit
 from navigator.errors import (
     NavigatorError,
     NodeAnswerTooLarge,
@@ -124,10 +127,6 @@ def import_client() -> None:
     _relay_transport()
 
 
-class _AnswerTooLarge(Exception):
-    """The node's answer passed the limit while it was being read."""
-
-
 class _NoAnswer(Exception):
     """The node answered the POST with something other than a result for it."""
 
@@ -141,13 +140,17 @@ _READ_LIMIT = LIMITS.node_answer_bytes + LIMITS.envelope_bytes
 _PASSED_READ_LIMIT = f"exceeded the {_READ_LIMIT} byte limit"
 
 
+def _too_large() -> AnswerTooLarge:
+    return AnswerTooLarge(_READ_LIMIT)
+
+
 async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise _AnswerTooLarge()
+            raise _too_large()
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -162,7 +165,7 @@ async def _answer_from_events(
             httpx2.EventSource(response, max_event_size=limit), request_id, progress
         )
     except httpx2.SSEError:  # the content type was checked: one event passed the limit
-        raise _AnswerTooLarge() from None
+        raise _too_large() from None
 
 
 async def _answer_in(
@@ -272,8 +275,8 @@ async def _call_tool(
                 allow_input_required=True,
             )
         except MCPError as error:
-            if _PASSED_READ_LIMIT in error.message:
-                raise _AnswerTooLarge() from None
+            if _PASSED_READ_LIMIT in error.message or passed_limit(error.message, _READ_LIMIT):
+                raise _too_large() from None
             raise
         if isinstance(result, CallToolResult):
             _check_size(result)
@@ -317,11 +320,15 @@ class NodeConnections:
         return self._verify
 
     def _factory(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """The client's pool: no body but an event stream is read past ``_READ_LIMIT``, by our
+        POST or by the session (which reads a JSON answer whole before anything measures it)."""
         kwargs["timeout"] = httpx2.Timeout(None, connect=LIMITS.node_connect_s)
-        kwargs["limits"] = httpx2.Limits(max_connections=64, max_keepalive_connections=16)
-        kwargs["verify"] = self._verify
-        kwargs["trust_env"] = False
-        return httpx2.AsyncClient(**kwargs)
+        return bounded_client(
+            verify=self._verify,
+            limit=_READ_LIMIT,
+            limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
+            **kwargs,
+        )
 
     async def _client(self, endpoint: str) -> Client[StreamableHttpTransport]:
         client = self._clients.get(endpoint)
@@ -401,7 +408,7 @@ class NodeConnections:
                         meta=None if token is None else {META_KEY: token()},
                         progress=progress,
                     )
-                except _AnswerTooLarge:
+                except AnswerTooLarge:
                     raise NodeAnswerTooLarge() from None
                 except (Exception, BaseExceptionGroup) as error:
                     if client is not None:
@@ -421,7 +428,7 @@ def _check_size(result: CallToolResult) -> None:
     """An answer the session read, measured as the agent will receive it."""
     size = len(result.model_dump_json(by_alias=True, exclude_none=True))
     if size > LIMITS.node_answer_bytes:
-        raise _AnswerTooLarge()
+        raise _too_large()
 
 
 #: A node agent's own refusals of a call (``mesh.server``), which the navigator answers as its
