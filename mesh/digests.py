@@ -72,6 +72,18 @@ def _prepared(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> bytes:
+    """``value`` as RFC 8785 writes it; ``rfc8785.CanonicalizationError`` (a ``ValueError``) for
+    what has no canonical form, and for a value nested deeper than Python recurses: both
+    writers recurse, and a caller is owed an error it can answer, not a ``RecursionError`` whose
+    traceback runs a thousand frames (the navigator's validator refuses arguments nested that
+    deep long before; a node's call token check gets here with whatever it was sent)."""
+    try:
+        return _canonical(value)
+    except RecursionError:
+        raise rfc8785.CanonicalizationError("input is nested too deeply") from None
+
+
+def _canonical(value: Any) -> bytes:
     try:
         prepared = _prepared(value)
     except _NeedsReference:

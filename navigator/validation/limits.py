@@ -17,6 +17,11 @@ class ValidationLimits:
 
     #: Subschema levels along the evaluation path; a ``$ref`` hop counts as one level too.
     max_depth: int = 32
+    #: Nesting of the arguments themselves, whatever the schema looks at: the arguments object is
+    #: level 1, each array or object inside it one more. Checked (and the evaluation path held to
+    #: ``max_depth``) well before anything that carries the arguments on — digests, JSON encoders
+    #: — could recurse as deep as Python allows.
+    max_argument_depth: int = 64
     #: JSON values (objects, arrays and scalars alike) in the schema and the arguments together.
     max_nodes: int = 8_192
     #: UTF-16 code units of every string and object key in the schema and the arguments together.

@@ -59,6 +59,7 @@ _SCHEMA_NODES = "The tool's schema has more than {limit} nodes."
 _SCHEMA_UNITS = "The tool's schema has more than {limit} string code units."
 _NODES = "The tool's schema and the arguments together have more than {limit} nodes."
 _UNITS = "The tool's schema and the arguments together have more than {limit} string code units."
+_DEPTH = "The arguments are nested more than {limit} levels deep."
 _ARGUMENTS_NOT_JSON = "The arguments are not JSON data."
 _FAILED = "The arguments fail the tool's schema: '{keyword}' does not hold at the pointer given."
 
@@ -104,6 +105,8 @@ class CompiledSchema:
             raise ToolValidationUnavailable(_NODES.format(limit=self._limits.max_nodes))
         if size.code_units > self._units_left:
             raise ToolValidationUnavailable(_UNITS.format(limit=self._limits.max_code_units))
+        if size.depth > self._limits.max_argument_depth:
+            raise ToolValidationUnavailable(_DEPTH.format(limit=self._limits.max_argument_depth))
         failure = evaluate(self._root, instance, 0, Run(self._limits))
         if failure is not None:
             keyword = failure.keyword or "false"  # the root schema is ``false`` itself

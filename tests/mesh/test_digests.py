@@ -89,3 +89,14 @@ def test_arguments_digest_is_sha256_of_the_canonical_form() -> None:
     args = {"sql": "select 1", "params": [1, 2.5], "limit": 10.0}
     expected = hashlib.sha256(bytes(rfc8785.dumps(args))).hexdigest()
     assert arguments_digest(args) == expected
+
+
+@pytest.mark.parametrize("leaf", ["plain", 2**60], ids=["ours", "reference"])
+def test_a_value_nested_deeper_than_python_recurses_has_no_digest(leaf: Any) -> None:
+    """A ValueError the callers answer (a node's token check: rejected), not a RecursionError
+    a thousand frames long, on either writer's path."""
+    value: Any = leaf
+    for _ in range(5_000):
+        value = [value]
+    with pytest.raises(rfc8785.CanonicalizationError, match="nested too deeply"):
+        arguments_digest({"data": value})

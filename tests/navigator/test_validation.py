@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from importlib.util import find_spec
 from typing import Any
 
@@ -541,6 +542,24 @@ def test_recursive_schema_validates_shallow_instances_and_refuses_deep_ones() ->
         validate(LINKED_LIST, linked_list(40))
 
 
+def nested(levels: int, leaf: Any = "leaf") -> dict[str, Any]:
+    """Arguments ``levels`` deep: the arguments object, then arrays inside one another."""
+    value: Any = leaf
+    for _ in range(levels - 1):
+        value = [value]
+    return {"data": value}
+
+
+@pytest.mark.parametrize("schema", [{}, {"type": "object"}, {"properties": {"data": True}}])
+def test_arguments_nested_64_levels_validate_and_65_or_600_are_unavailable(schema: Any) -> None:
+    """A schema that never looks inside ``data`` let arguments of any depth through, within the
+    node bound: 600 levels passed, and crashed the digest after it (RecursionError)."""
+    assert verdict(schema, nested(64)) == "valid"
+    for levels in (65, 600):
+        with pytest.raises(ToolValidationUnavailable, match="more than 64 levels deep"):
+            validate(schema, nested(levels))
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "schema",
@@ -758,18 +777,27 @@ def test_the_schema_cache_holds_what_its_weight_allows_and_remembers_refusals() 
 
 @pytest.mark.timeout(30)
 def test_deeply_nested_arguments_need_no_recursion() -> None:
+    """Past the depth bound, arguments are unavailable before any evaluation; the evaluation
+    itself (equality keys, ``uniqueItems``) does not recurse either, the bound lifted."""
     deep: Any = 0
     for _ in range(8_000):
         deep = [deep]
-    assert verdict({}, deep) == "valid"
-    assert verdict({"const": [[0]]}, deep) == "invalid"
-    assert verdict({"enum": [[[1]]]}, deep) == "invalid"
+    assert verdict({}, deep) == "unavailable"
+
+    def lifted(schema: Any) -> CompiledSchema:
+        compiled = compile_schema_uncached(schema)
+        compiled._limits = replace(compiled._limits, max_argument_depth=10_000)
+        return compiled
+
+    assert lifted({}).verdict(deep) == "valid"
+    assert lifted({"const": [[0]]}).verdict(deep) == "invalid"
+    assert lifted({"enum": [[[1]]]}).verdict(deep) == "invalid"
     shallower: Any = 0
     for _ in range(3_000):
         shallower = [shallower]
-    assert verdict({"uniqueItems": True}, [shallower, shallower]) == "invalid"
-    assert verdict({"const": shallower}, shallower) == "valid"
-    assert verdict({"const": shallower}, [shallower]) == "invalid"
+    assert lifted({"uniqueItems": True}).verdict([shallower, shallower]) == "invalid"
+    assert lifted({"const": shallower}).verdict(shallower) == "valid"
+    assert lifted({"const": shallower}).verdict([shallower]) == "invalid"
 
 
 def test_lone_surrogate_checked_by_a_pattern_is_unavailable() -> None:

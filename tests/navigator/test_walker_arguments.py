@@ -15,6 +15,7 @@ import pytest
 from fastmcp import Client
 
 from navigator.app import build_app
+from navigator.errors import ToolValidationUnavailable
 from navigator.limits import LIMITS
 from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp
@@ -22,7 +23,7 @@ from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore, NewTool
-from tests.navigator.test_paging import Mesh, _call, mesh_at
+from tests.navigator.test_paging import ALICE, Mesh, _call, mesh_at
 
 COUNT_TOOL = {
     "name": "count_to",
@@ -129,6 +130,43 @@ async def test_call_arguments_that_cannot_go_on_are_invalid(tmp_path: Any) -> No
     assert _code(beyond) == "invalid_arguments"
     assert str(2**60) not in json.dumps(beyond)
     assert _code(passed_on) == "node_unavailable"  # valid: on to a node that is not there
+
+
+async def test_call_arguments_nested_past_the_bound_are_unavailable_not_a_crash(
+    tmp_path: Any,
+) -> None:
+    """Arrays inside one another, which the tool's schema never looks into and which are far
+    inside the node bound, passed validation: at 600 levels (as raw JSON over HTTP carries them)
+    they crashed the digest a confirmation binds, an internal_error with a ~940-frame traceback
+    in the log. The validator bounds their depth: at 200 levels (as deep as this in-memory
+    client serialises) the walker answers tool_validation_unavailable too."""
+    changing = {**COUNT_TOOL, "name": "count_and_keep", "annotations": {"readOnlyHint": False}}
+
+    def nested(levels: int) -> Any:
+        deep: Any = 1
+        for _ in range(levels):
+            deep = [deep]
+        return deep
+
+    async with mesh_at(tmp_path) as mesh:
+        spec = AssignmentSpec(role="nums", module="nums", tools=[changing], endpoint=NOBODY)
+        await mesh.services.registrar.put_assignment("web1", spec)
+        with pytest.raises(ToolValidationUnavailable):
+            await mesh.services.navigator.call(
+                ALICE,
+                "web1/nums/count_and_keep",
+                {"deep": nested(600)},
+                confirm=None,
+                elicitor=None,
+                progress=None,
+            )
+        async with mesh.client() as client:
+            answer = await _call(
+                client,
+                "call",
+                {"address": "web1/nums/count_and_keep", "args": {"deep": nested(200)}},
+            )
+    assert _code(answer) == "tool_validation_unavailable"
 
 
 async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_wire(
