@@ -31,6 +31,9 @@ __all__ = ["ELICIT_ONLY", "NONE", "REQUIRED", "Confirmations", "Elicitor", "need
 NONE = "none"
 REQUIRED = "required"
 ELICIT_ONLY = "elicit-only"
+#: The most confirm tokens held at once (each ~0.3 KB): calls that need confirmation, asked for
+#: faster than their tokens expire, must not grow the navigator without bound.
+MAX_PENDING = 4096
 #: The answer to a confirm token that was spent, expired, or bound to another call.
 _NOT_REDEEMED = (
     "That confirm token is spent, expired, or for another call: call again with this new one."
@@ -113,9 +116,16 @@ class Confirmations:
         raise ConfirmationRequired(_NOT_REDEEMED, extra={"confirm": self._issue(binding)})
 
     def _issue(self, binding: str) -> str:
+        """A new token. Tokens are held in the order they expire (one lifetime for all, issued
+        in time order): the expired ones go first, and past ``MAX_PENDING`` live ones the
+        oldest goes too — its call is answered with a new token, as an expired one's is."""
         now = time.monotonic()
-        if len(self._pending) > 4096:
-            self._pending = {t: p for t, p in self._pending.items() if p.expires > now}
+        pending = self._pending
+        while pending:
+            oldest = next(iter(pending))
+            if pending[oldest].expires > now and len(pending) < MAX_PENDING:
+                break
+            del pending[oldest]
         token = secrets.token_urlsafe(24)
         self._pending[_hash(token)] = _Pending(binding=binding, expires=now + self.ttl_s)
         return token
