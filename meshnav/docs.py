@@ -58,9 +58,9 @@ ANSWERS = {
         "(`module`, `status`, `tools` — the number the caller may use); under an assignment or "
         "seat, its tools as `{address, kind: tool, title, summary, status}`, without schemas; "
         "under a node seat (`*/ROLE`), its tools as search gives them: one contract on several "
-        'machines once (`{address: "*/ROLE/TOOL", holders: [first 16], holderCount, ...}`), a '
-        "contract on one machine by its own address. Only what holds at least one tool the "
-        "caller may call is listed."
+        'machines once (`{address: "*/ROLE/TOOL", holders: [first 16 by name], holderCount, '
+        "...}`), a contract on one machine by its own address. Only what holds at least one "
+        "tool the caller may call is listed."
     ),
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "

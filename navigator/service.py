@@ -252,9 +252,9 @@ class Navigator:
         if hit.holders:
             result["holders"] = list(hit.holders)
             result["holderCount"] = hit.holder_count
-            answering = any(
+            answering = any(  # any holder the caller may call, not only those shown
                 self.catalog.status_at(f"{holder}/{tool.role}/{tool.name}") == ANSWERING
-                for holder in hit.holders
+                for holder in hit.every_holder
             )
             result["status"] = ANSWERING if answering else NOT_ANSWERING
         if schemas:

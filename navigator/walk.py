@@ -157,8 +157,8 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
 def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
     """A node seat across the machines that hold it, each tool as search gives it: the same
     contract on two or more machines is one ``*/ROLE/TOOL`` entry with the first 16 holders in
-    address order and their count (its status theirs), a contract on one machine is its own
-    address (SPEC §3)."""
+    holder order and their count (answering when any of them answers), a contract on one machine
+    is its own address (SPEC §3)."""
     held = sorted(holdings, key=lambda h: h.holder)
     if not held:
         raise UnknownTool(NOTHING_HERE)
@@ -178,7 +178,7 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
         }
         if len(group) > 1:
             shown = group[: LIMITS.collapsed_holders]
-            answering = any(h.status == ANSWERING for h, _ in shown)
+            answering = any(h.status == ANSWERING for h, _ in group)
             entry |= {
                 "address": f"{WILDCARD}/{role}/{tool.name}",
                 "status": ANSWERING if answering else NOT_ANSWERING,

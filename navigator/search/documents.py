@@ -8,7 +8,7 @@ one ranked result — a concrete tool, or one tool collapsed over the holders th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeGuard
 
 __all__ = ["Hit", "SearchPage", "ToolDocument", "document_from_tool", "slot_setters"]
@@ -117,15 +117,17 @@ class Hit:
     """One ranked result.
 
     A tool offered identically by two or more permitted holders is one collapsed hit, addressed
-    ``*/ROLE/TOOL``, with the first 16 of those holders in address order and their count; any other
+    ``*/ROLE/TOOL``, with the first 16 of those holders in holder order and their count; any other
     hit is the concrete address of one tool (``holders`` empty, ``holder_count`` 1).
     """
 
     address: str  # concrete address, or "*/ROLE/TOOL" for a collapsed group
-    document: ToolDocument  # a representative: the first permitted holder by address
-    holders: tuple[str, ...]  # collapsed: first 16 permitted holders in address order; single: ()
+    document: ToolDocument  # a representative: the first permitted holder
+    holders: tuple[str, ...]  # collapsed: first 16 permitted holders in holder order; single: ()
     holder_count: int  # collapsed: number of permitted holders (>= 2); single: 1
     score: float
+    #: collapsed: every permitted holder, in order (a group's status is any one's); single: ()
+    every_holder: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

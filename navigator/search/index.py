@@ -2,7 +2,7 @@
 
 Documents with the same role, tool name and contract digest are one *tool text* however many
 holders offer them: the text is indexed once (taken from the member whose address sorts first) and
-the holders are its members, kept in address order. Registering, changing or retiring an
+the holders are its members, kept in holder order. Registering, changing or retiring an
 assignment touches only the texts and members involved.
 
 A search scores tool texts (see ``ranking``) against the statistics of the texts its caller
@@ -81,7 +81,7 @@ def _holder_words(holder: str) -> set[str]:
 
 @dataclass(slots=True)
 class _ToolText:
-    """One indexed text and the addresses of the documents that share it, in address order.
+    """One indexed text and the addresses of the documents that share it, in holder order.
 
     Its words are not kept: unindexing analyses the text again, which costs a removal what adding
     cost, and saves the index a copy of every text's words.
@@ -188,7 +188,7 @@ class SearchIndex:
             tool_text = _ToolText(key, _text_of(document), -1, [])
             self._texts[key] = tool_text
             pending.append(tool_text)
-        insort(tool_text.members, document.address)
+        insort(tool_text.members, document.address, key=_holder_of)
         touched[key] = None
 
     def _detach(self, document: ToolDocument, touched: dict[_GroupKey, None]) -> None:
@@ -627,9 +627,18 @@ class SearchIndex:
         first = self._documents[permitted[0]]
         if len(permitted) == 1:
             return Hit(first.address, first, (), 1, score)
-        shown = permitted[: LIMITS.collapsed_holders]
-        holders = tuple(self._documents[address].holder for address in shown)
-        return Hit(f"*/{role}/{name}", first, holders, len(permitted), score)
+        holders = tuple(_holder_of(address) for address in permitted)
+        return Hit(
+            f"*/{role}/{name}", first, holders[: LIMITS.collapsed_holders], len(permitted), score,
+            holders,
+        )  # fmt: skip
+
+
+def _holder_of(address: str) -> str:
+    """The holder of a member's address: a text's members (one role, one tool name) are kept in
+    holder order, as ``seats`` lists holders — "web" before "web-1", which address order puts
+    after it."""
+    return address.split("/", 1)[0]
 
 
 def _asked_once(permits: Callable[[str], bool]) -> Callable[[str], bool]:
@@ -772,10 +781,10 @@ class IndexBuild:
                     self._flush()
                 continue
             members = tool_text.members
-            if address > members[-1]:
+            if holder > _holder_of(members[-1]):
                 members.append(address)
             else:
-                insort(members, address)
+                insort(members, address, key=_holder_of)
                 if members[0] == address:
                     self._first_changed[key] = None
 

@@ -271,3 +271,33 @@ async def test_a_hit_whose_tool_left_the_view_is_passed_over_and_paged_past(
                 break
     assert len(ranked) == 25 and any(a.startswith("web0/") for a in ranked[:6])
     assert seen == [address for address in ranked if not address.startswith("web0/")]
+
+
+UPTIME = [{"name": "uptime", "description": "Host uptime.", "inputSchema": {"type": "object"}}]
+
+
+async def _node_seat(mesh: Mesh, machine: str, *, answering: bool) -> None:
+    endpoint = "http://127.0.0.1:9/mcp/node" if answering else None
+    spec = AssignmentSpec(
+        role="node", module="node", kind="node_seat", tools=UPTIME, endpoint=endpoint
+    )
+    await mesh.services.registrar.put_assignment(machine, spec)
+
+
+async def test_search_and_seats_show_one_tool_on_many_holders_alike(tmp_path: Path) -> None:
+    """A review: search listed a collapsed tool's holders in address order ("web-1/…" before
+    "web/…") and seats in holder order, so the two showed different first sixteen; and its
+    status was that of the sixteen shown, "not answering" while a seventeenth answered. Both now
+    list holders in holder order, and a group answers when any holder the caller sees does."""
+    async with mesh_at(tmp_path) as mesh:
+        await _node_seat(mesh, "web", answering=False)
+        for number in range(1, 17):
+            await _node_seat(mesh, f"web-{number}", answering=False)
+        await _node_seat(mesh, "zz", answering=True)  # the eighteenth holder, never shown
+        async with mesh.client() as client:
+            found = (await _call(client, "search", {"query": "uptime"}))["results"][0]
+            walked = (await _call(client, "seats", {"address": "*/node"}))["entries"][0]
+    assert found["holders"] == walked["holders"]
+    assert found["holders"][:2] == ["web", "web-1"] and len(found["holders"]) == 16
+    assert found["holderCount"] == walked["holderCount"] == 18
+    assert found["status"] == walked["status"] == "answering"

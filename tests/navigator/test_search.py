@@ -597,7 +597,7 @@ def test_a_group_takes_its_text_from_its_first_member_whatever_the_order_of_arri
 # -- properties ----------------------------------------------------------------------------------
 
 WORDS = ["disk", "usage", "list", "tables", "query", "uptime", "backup", "logs", "rotate", "sync"]
-HOLDERS = ["db1", "db2", "web1", "mesh"]
+HOLDERS = ["db1", "db2", "web1", "web1-b", "mesh"]  # "web1-b/…" sorts before "web1/…"
 ROLES = ["node", "postgres", "app"]
 NAMES = ["uptime", "list_tables", "query", "rotate_logs", "backupNow"]
 
@@ -638,11 +638,14 @@ def expected_members(
 ) -> list[str]:
     key = (document.role, document.name, document.contract_digest)
     return sorted(
-        address
-        for address, other in documents.items()
-        if (other.role, other.name, other.contract_digest) == key
-        and permits(address)
-        and (within is None or within(address))
+        (
+            address
+            for address, other in documents.items()
+            if (other.role, other.name, other.contract_digest) == key
+            and permits(address)
+            and (within is None or within(address))
+        ),
+        key=lambda address: address.split("/")[0],  # in holder order
     )
 
 
