@@ -620,8 +620,10 @@ class Catalog:
             elif record != state.record:
                 state.record = record
                 state.heartbeat_at = record.last_heartbeat_at
-        for name in retirements:
-            await self._reload_machine(name)
+        if retirements:  # a reload is a change of the view: one at a time, as a catch-up's
+            async with self._changing:
+                for name in retirements:
+                    await self._reload_machine(name)
         return self._announce_status(datetime.now(UTC))
 
     def note_heartbeat(self, name: str, at: datetime) -> None:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -172,41 +173,59 @@ async def test_a_retired_machine_takes_its_tools_out_of_search_at_once(
     assert _addresses(view) == {"m2/books/lookup_all"}
 
 
-async def test_two_catch_ups_at_once_never_apply_an_older_read_over_a_newer_one(
-    tmp_path: Path,
+@contextmanager
+def _slow_first_read(registry: Registry) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """The first read of a machine's tools on ``registry`` waits (at most a second) after it
+    ran, as a busy thread pool holds its rows a while: (read, go on) events."""
+    first_read, go_on = threading.Event(), threading.Event()
+    reads = 0
+
+    def slow_first_read(*arguments: object) -> None:  # SQLAlchemy's hook, not one of ours
+        nonlocal reads
+        if "tools.contract_digest" in str(arguments[2]) and reads == 0:
+            reads += 1
+            first_read.set()
+            go_on.wait(1.0)
+
+    event.listen(registry.engine, "after_cursor_execute", slow_first_read)
+    try:
+        yield first_read, go_on
+    finally:
+        event.remove(registry.engine, "after_cursor_execute", slow_first_read)
+
+
+@pytest.mark.parametrize("slow", ["catch-up", "heartbeat refresh"])
+async def test_an_older_read_of_a_machine_is_never_applied_over_a_newer_one(
+    tmp_path: Path, slow: str
 ) -> None:
-    """The follow loop's catch-up reads web1 (live), and is slow to apply it; meanwhile web1's
-    assignment is retired and a registrar's catch-up applies that. Applied after it, the older
-    read showed the retired assignment live, and the log position, past both, never fixed it."""
+    """The follow loop reads web1 (live) — catching up, or reloading a machine whose retirement
+    moved with the heartbeats — and is slow to apply it; meanwhile web1's assignment is retired
+    and a registrar's catch-up applies that. Applied after it, the older read showed the retired
+    assignment live, and the log position, past both, never fixed it."""
     services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
     spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
     async with running(services):
         await services.registrar.put_assignment("web1", spec)
+        if slow == "heartbeat refresh":
+            await services.registrar.retire("web1", None)
         registry = Registry(services.registry.url)  # a second navigator's, watched alone
         catalog = Catalog(registry)
         await catalog.load()
-        await services.registrar.put_assignment("web1", spec)  # a change to catch up
-        first_read, second_applied = threading.Event(), threading.Event()
-        reads = 0
-
-        def slow_first_read(*arguments: object) -> None:  # SQLAlchemy's hook, not one of ours
-            nonlocal reads
-            if "tools.contract_digest" in str(arguments[2]) and reads == 0:
-                reads += 1
-                first_read.set()  # web1's rows are read: a busy thread pool holds them a while
-                second_applied.wait(1.0)
-
-        event.listen(registry.engine, "after_cursor_execute", slow_first_read)
+        if slow == "heartbeat refresh":  # back: the refresh sees its retirement move
+            await services.transact(lambda session: CatalogStore(session).add_machine("web1"))
+        else:
+            await services.registrar.put_assignment("web1", spec)  # a change to catch up
+        reading = catalog.refresh_heartbeats if slow == "heartbeat refresh" else catalog.catch_up
         try:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(catalog.catch_up)
-                assert await anyio.to_thread.run_sync(first_read.wait, 10)
-                await services.registrar.retire("web1", "logs")
-                await catalog.catch_up()
-                second_applied.set()
+            with _slow_first_read(registry) as (first_read, go_on):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(reading)
+                    assert await anyio.to_thread.run_sync(first_read.wait, 10)
+                    await services.registrar.retire("web1", "logs")
+                    await catalog.catch_up()
+                    go_on.set()
+            assert await catalog.catch_up() == 0  # nothing left to bring it back
             assignment = catalog.assignment("web1", "logs")
             assert assignment is not None and assignment.retired
-            assert await catalog.catch_up() == 0  # nothing left to bring it back
         finally:
-            event.remove(registry.engine, "after_cursor_execute", slow_first_read)
             registry.dispose()
