@@ -31,11 +31,13 @@ __all__ = [
 
 _PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
 
-#: A scope, as a principal holds it and a grant row or a module names it: letters, digits and
-#: ``_.:-``, 1 to 64 (``mesh:admin``, ``ops``, ``db:write``). Every body that takes scopes holds
-#: them to it, the command line's direct path included: a stored scope with a NUL or a lone
-#: surrogate made every token read fail on PostgreSQL.
-SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+#: A scope, as a principal holds it and a grant row or a module names it: an OAuth 2.0 scope
+#: token (RFC 6749 §3.3: printable ASCII but space, ``"`` and ``\``), 1 to 256 — ``mesh:admin``,
+#: ``ops``, and the scopes identity providers issue (``api://meshnav/Tools.Read``,
+#: ``https://www.googleapis.com/auth/cloud-platform``). Every body that takes scopes holds them
+#: to it, the command line's direct path included: a stored scope with a NUL or a lone surrogate
+#: made every token read fail on PostgreSQL.
+SCOPE_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,256}$"
 Scope = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN)]
 
 

@@ -217,11 +217,13 @@ async def test_a_grant_id_is_ascii_digits_within_the_column(tmp_path: Path) -> N
 
 #: Scopes no body takes (SPEC §7): a NUL and a lone surrogate, which PostgreSQL's JSONB cannot hold,
 #: written as JSON escapes; and scopes outside the grammar.
-BAD_SCOPES = ["\\u0000", "ops\\ud800", "mesh admin", "mesh/admin", "", "s" * 65]
+BAD_SCOPES = ["\\u0000", "ops\\ud800", "mesh admin", 'mesh\\"admin', "é", "", "s" * 257]
 
 
 @pytest.mark.parametrize(
-    "scope", BAD_SCOPES, ids=["nul", "lone-surrogate", "space", "slash", "empty", "too-long"]
+    "scope",
+    BAD_SCOPES,
+    ids=["nul", "lone-surrogate", "space", "quote", "non-ascii", "empty", "too-long"],
 )
 async def test_a_scope_outside_the_grammar_is_refused_in_every_body(
     tmp_path: Path, scope: str
@@ -276,3 +278,18 @@ async def test_a_scope_outside_the_grammar_is_refused_in_every_body(
     assert grants == []
     assert sorted(p.name for p in principals) == ["node-a", "node-b", "root"]
     assert machines == []
+
+
+@pytest.mark.parametrize(
+    "scope", ["mesh:admin", "api://meshnav/Tools.Read", "https://www.googleapis.com/auth/x", "a+b"]
+)
+async def test_the_scopes_identity_providers_issue_are_taken(tmp_path: Path, scope: str) -> None:
+    """A review: the grammar first held scopes to ``[A-Za-z0-9_.:-]``, refusing the scopes JWT
+    callers carry (Entra ID's ``api://APP/Scope``, Google's URLs), which a ``*`` row must name.
+    It is RFC 6749's scope token."""
+    body = {"principal": "*", "target": "db9/*/*", "effect": "allow", "scopes": [scope]}
+    async with navigator(tmp_path) as (client, tokens, services):
+        answer = await client.post("/api/v1/grants", json=body, headers=bearer(tokens["root"]))
+        grants = await services.transact(lambda session: AccessStore(session).grants())
+    assert answer.status_code == 200, answer.text
+    assert [grant.scopes for grant in grants] == [(scope,)]
