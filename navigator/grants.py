@@ -66,6 +66,7 @@ class _Bucket:
     holders: dict[str, tuple[int, _Rule]] = field(default_factory=dict)
     anyone: tuple[int, _Rule] | None = None
     first_named: dict[bool, int] = field(default_factory=lambda: {True: _NEVER, False: _NEVER})
+    named: frozenset[str] = frozenset()  # the holders' names, once all rules are added
 
     def add(self, position: int, rule: _Rule) -> None:
         holder = rule.pattern.holder
@@ -109,6 +110,8 @@ class Permissions:
             self._buckets.setdefault((pattern.role, pattern.tool), _Bucket()).add(position, rule)
             if pattern.tool is not None:
                 self._tool_naming.setdefault(pattern.role, _Bucket()).add(position, rule)
+        for bucket in self._buckets.values():
+            bucket.named = frozenset(bucket.holders)
 
     @functools.cached_property
     def rows_fingerprint(self) -> str:
@@ -164,18 +167,25 @@ class Permissions:
         the holders the rules name (each may be answered otherwise)."""
         buckets = self._buckets_of(role, tool)
         anyone = min((b.anyone for b in buckets if b.anyone is not None), default=None)
-        named = frozenset(holder for bucket in buckets for holder in bucket.holders)
+        naming = [bucket.named for bucket in buckets if bucket.named]
+        named = naming[0] if len(naming) == 1 else frozenset().union(*naming)
         return anyone is not None and anyone[1].allow, named
 
     @functools.cached_property
     def reach(self) -> tuple[Pattern, ...] | None:
-        """Patterns one of which every tool the caller may be allowed matches (its allow rules'),
-        or ``None`` when one of them names no segment (``*/*/*``): a bound for search to narrow
-        by before asking ``permits`` tool by tool."""
-        patterns = tuple(rule.pattern for rule in self._rules if rule.allow)
-        if any(pattern.specificity[0] == 0 for pattern in patterns):
-            return None
-        return patterns
+        """Patterns one of which every tool the caller may be allowed matches — its allow rules'
+        that can decide, those before the first rule naming no segment (no later rule decides any
+        tool) — or ``None`` when that first rule is an allow (``*/*/*``): a bound for search to
+        narrow by before asking ``permits`` tool by tool."""
+        patterns: list[Pattern] = []
+        for rule in self._rules:
+            if rule.pattern.specificity[0] == 0:
+                if rule.allow:
+                    return None
+                break
+            if rule.allow:
+                patterns.append(rule.pattern)
+        return tuple(patterns)
 
     @functools.cached_property
     def refusals(self) -> tuple[Pattern, ...]:
@@ -192,11 +202,16 @@ class Permissions:
         return tuple(patterns)
 
     @functools.cached_property
-    def key(self) -> tuple[tuple[Pattern, bool], ...]:
-        """The rules as ``permits`` reads them — targets and effects, in order —, equal for any
-        two callers whose ``permits`` agree: what a search index learns of a caller's grants is
-        kept under it."""
-        return tuple((rule.pattern, rule.allow) for rule in self._rules)
+    def key(self) -> str:
+        """A digest of the rules as ``permits`` reads them — segments and effects, in order —,
+        equal for any two callers whose ``permits`` agree ("db1" and "db1/*/*" alike): what a
+        search index learns of a caller's grants is kept under it."""
+        rules = "\n".join(
+            f"{rule.allow:d} {p.holder or '*'}/{p.role or '*'}/{p.tool or '*'}"
+            for rule in self._rules
+            for p in (rule.pattern,)
+        )
+        return hashlib.sha256(rules.encode()).hexdigest()
 
 
 def _sort_key(rule: _Rule, caller: Caller) -> tuple[int, tuple[int, tuple[bool, bool, bool]], int]:

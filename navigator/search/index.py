@@ -344,7 +344,7 @@ class SearchIndex:
     def _own_part(self, audience: Audience, permits: Callable[[str], bool]) -> _Own | None:
         """The caller's own part of the index, or ``None`` when it may call every tool: kept
         under the audience's key until the index changes."""
-        key = audience.key
+        key = audience.key  # a digest: a string, whose hash Python keeps
         if key is not None and key in self._own:
             self._own.move_to_end(key)
             return self._own[key]
@@ -423,6 +423,8 @@ class SearchIndex:
         """How many members of a text the caller may call."""
         tool_text = self._by_slot[slot]
         role, name, _ = tool_text.key
+        if len(tool_text.members) == 1:
+            return int(permits(tool_text.members[0]))
         every = audience.permits_every_holder(role, name)
         if every is not None:
             return len(tool_text.members) if every else 0

@@ -254,3 +254,33 @@ def test_every_decision_is_the_first_matching_rule_in_order(
             assert every_holder is None or allowed == {every_holder}
             if len(allowed) == 2:
                 assert every_holder is None
+
+
+@settings(max_examples=300)
+@given(_SPECS, _SPECS)
+def test_the_bounds_a_search_reads_hold_for_every_address(
+    specs: list[tuple[str, str, str, tuple[str, ...]]],
+    others: list[tuple[str, str, str, tuple[str, ...]]],
+) -> None:
+    """What a search asks of the grants instead of asking tool by tool (ADR 0007): every
+    permitted tool matches a ``reach`` pattern; every refused tool a reach covers matches a
+    ``refusals`` pattern; a holder ``holder_exceptions`` does not name gets its answer; and two
+    callers with one ``key`` get the same answers."""
+    permissions = compile_permissions(ALICE, rows(*specs))
+    other = compile_permissions(ALICE, rows(*others))
+    reach, refusals = permissions.reach, permissions.refusals
+    for holder in [*SEGMENTS[0], "web9"]:
+        for role in [*SEGMENTS[1], "other"]:
+            for tool in [*SEGMENTS[2], "other"]:
+                address = f"{holder}/{role}/{tool}"
+                allowed = permissions.permits(address)
+                reached = reach is None or any(p.matches_address(address) for p in reach)
+                if allowed:
+                    assert reached
+                elif reached:
+                    assert any(p.matches_address(address) for p in refusals)
+                answer, named = permissions.holder_exceptions(role, tool)
+                if holder not in named:
+                    assert allowed is answer
+                if other.key == permissions.key:
+                    assert other.permits(address) is allowed
