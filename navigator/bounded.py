@@ -104,8 +104,8 @@ class _BoundedStream(httpx2.AsyncByteStream):
 
 
 class _BoundedTransport(httpx2.AsyncBaseTransport):
-    """Every body but an event stream read to at most ``limit`` bytes, and all of them to at
-    most the budget's total."""
+    """Every body but an event stream answering a GET or POST read to at most ``limit`` bytes,
+    and all of them to at most the budget's total."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int, budget: Budget) -> None:
         self._inner = inner
@@ -120,7 +120,15 @@ class _BoundedTransport(httpx2.AsyncBaseTransport):
         request.headers["accept-encoding"] = "identity"
         response = await self._inner.handle_async_request(request)
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        limit = None if kind == "text/event-stream" else self._limit
+        # Only a stream the event reader reads (bounded event by event) goes unbounded here: a
+        # 200 to a POST or GET. The SDK reads any other body whole — a redirect's before it is
+        # followed, a DELETE's answer — whatever it calls itself.
+        streamed = (
+            kind == "text/event-stream"
+            and response.status_code == 200
+            and request.method in ("GET", "POST")
+        )
+        limit = None if streamed else self._limit
         coding = response.headers.get("content-encoding", "identity").strip().lower()
         refusal: httpx2.StreamError | None = None
         if coding not in ("", "identity"):

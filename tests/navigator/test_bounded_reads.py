@@ -32,9 +32,13 @@ CHUNK = 256 << 10
 READ_AT_MOST = LIMITS.node_answer_bytes + LIMITS.envelope_bytes + CHUNK
 
 
-def _answering_without_end(app: Any, method: bytes, *, declared: bool = False) -> Any:
+def _answering_without_end(
+    app: Any, method: bytes, *, declared: bool = False, redirected: bool = False
+) -> Any:
     """``app``, but a ``method`` request (other than the opening echo) is answered with
-    ``STREAMED`` bytes of JSON; with ``declared``, its ``Content-Length`` says so up front."""
+    ``STREAMED`` bytes of JSON; with ``declared``, its ``Content-Length`` says so up front; with
+    ``redirected``, they are the body of a same-origin redirect labelled an event stream, and the
+    request it sends on is answered as ever."""
 
     async def wrapped(scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -55,6 +59,16 @@ def _answering_without_end(app: Any, method: bytes, *, declared: bool = False) -
 
         if b'"method":"' + method + b'"' not in body.replace(b" ", b"") or b'"open"' in body:
             return await app(scope, replay, send)
+        if redirected:
+            if scope.get("query_string") == b"again=1":
+                return await app({**scope, "query_string": b""}, replay, send)
+            headers = [(b"location", b"/mcp?again=1"), (b"content-type", b"text/event-stream")]
+            await send({"type": "http.response.start", "status": 307, "headers": headers})
+            for _ in range(STREAMED // CHUNK):
+                comment = b": " + b"x" * (CHUNK - 3) + b"\n"
+                await send({"type": "http.response.body", "body": comment, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return None
         request_id = json.loads(body)["id"]
         head = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"' % request_id
         tail = b'"}],"tools":[]}}'
@@ -101,13 +115,12 @@ def bodies_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @asynccontextmanager
 async def _node_answering_without_end(
-    method: bytes, *, legacy: bool = False, declared: bool = False
+    method: bytes, *, legacy: bool = False, declared: bool = False, redirected: bool = False
 ) -> AsyncIterator[str]:
     app = _node().http_app(path="/mcp")
     inner = _legacy_only(app) if legacy else app
-    async with serving(
-        _answering_without_end(inner, method, declared=declared), lifespan="on"
-    ) as port:
+    answering = _answering_without_end(inner, method, declared=declared, redirected=redirected)
+    async with serving(answering, lifespan="on") as port:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
@@ -135,6 +148,27 @@ async def test_a_node_answering_without_end_is_read_to_the_limit_only(
     assert again.structured_content == {"text": "open"}  # the client, and its session, live on
     assert elapsed < 10
     assert read and max(read) <= (0 if declared else READ_AT_MOST), read
+
+
+async def test_a_redirect_labelled_an_event_stream_is_read_to_the_limit_only(
+    bodies_read: list[int],
+) -> None:
+    """A review: any body labelled an event stream went unbounded, but the SDK reads a same-origin
+    redirect's body whole before following it — 512 MiB read, and the call then answered. Only
+    a 200 to a GET or POST, which the event reader reads event by event, goes unbounded. (The
+    legacy era's session follows redirects through the same code and the same transport; there
+    the refusal reaches the navigator as a failed session, ``node_unavailable``: ADR 0018.)"""
+    async with _node_answering_without_end(b"tools/call", redirected=True) as url:
+        nodes = NodeConnections()
+        try:
+            await nodes.call(url, "echo", {"text": "open"}, token=None, deadline_s=30)
+            bodies_read.clear()
+            with pytest.raises(NodeAnswerTooLarge):
+                await nodes.call(url, "echo", {"text": "x"}, token=None, deadline_s=30)
+            read = list(bodies_read)
+        finally:
+            await nodes.close()
+    assert read and max(read) <= READ_AT_MOST, read
 
 
 async def test_a_server_listing_its_tools_without_end_is_read_to_the_limit_only(
