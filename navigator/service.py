@@ -12,6 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import anyio
@@ -240,6 +241,11 @@ class Navigator:
         the index ranked it): a hit that disappeared is passed over, never an error of the
         whole search."""
         tool = self.catalog.find_tool(hit.document.address)
+        if tool is None and hit.holders:  # its first holder left: the group is the others
+            others = self._without_holders_gone(hit)
+            if others is None:
+                return None
+            hit, tool = others, self.catalog.find_tool(others.document.address)
         if tool is None:
             return None
         result: dict[str, Any] = {
@@ -260,6 +266,24 @@ class Navigator:
         if schemas:
             result["inputSchema"] = tool.input_schema
         return result
+
+    def _without_holders_gone(self, hit: Hit) -> Hit | None:
+        """A collapsed hit less the holders whose tool is no longer in the view (a rare window:
+        a machine retired since the index ranked it); ``None`` when none is left."""
+        role, name = hit.document.role, hit.document.name
+        live = [
+            tool
+            for holder in hit.every_holder
+            if (tool := self.catalog.find_tool(f"{holder}/{role}/{name}")) is not None
+        ]
+        if not live:
+            return None
+        first = replace(hit.document, address=live[0].address, holder=live[0].holder)
+        if len(live) == 1:
+            return Hit(first.address, first, (), 1, hit.score)
+        holders = tuple(tool.holder for tool in live)
+        shown = holders[: LIMITS.collapsed_holders]
+        return Hit(hit.address, first, shown, len(live), hit.score, holders)
 
     # --- describe --------------------------------------------------------------------------
 

@@ -301,3 +301,33 @@ async def test_search_and_seats_show_one_tool_on_many_holders_alike(tmp_path: Pa
     assert found["holders"][:2] == ["web", "web-1"] and len(found["holders"]) == 16
     assert found["holderCount"] == walked["holderCount"] == 18
     assert found["status"] == walked["status"] == "answering"
+
+
+@pytest.mark.parametrize("gone", [["a1"], ["a1", "a2"], ["a1", "a2", "a3"]])
+async def test_a_group_whose_first_holder_left_the_view_is_the_others(
+    tmp_path: Path, gone: list[str]
+) -> None:
+    """A review: the same window, for a tool on three machines whose first (its representative)
+    left the view: the whole ``*/hostinfo/uptime`` result was passed over, though two holders
+    remained. It is the holders left — one by its own address, none passed over."""
+    uptime = {"name": "uptime", "description": "Uptime of the host.", "inputSchema": {}}
+    async with mesh_at(tmp_path) as mesh:
+        for machine in ("a1", "a2", "a3"):
+            await mesh.register(machine, "hostinfo", [uptime])
+        view = Catalog(mesh.services.registry)
+        await view.load()
+        navigator = Navigator(
+            mesh.services.registry, view, mesh.services.connections, deadline_s=5.0
+        )
+        for machine in gone:
+            state = view._state.machines[machine]
+            state.record = replace(state.record, retired_at=datetime.now(UTC))
+        answer, _meta = await navigator.search(
+            ALICE, "uptime host", limit=8, within=None, schemas=False, cursor=None
+        )
+    left = [machine for machine in ("a1", "a2", "a3") if machine not in gone]
+    shown = [(r["address"], r.get("holders"), r.get("holderCount")) for r in answer["results"]]
+    if len(left) > 1:
+        assert shown == [("*/hostinfo/uptime", left, len(left))]
+    else:
+        assert shown == [(f"{machine}/hostinfo/uptime", None, None) for machine in left]
