@@ -17,8 +17,8 @@ Zipf-weighted) plus invented product words. Sections, per size:
            CPU time once the caches are warm, and the first (cold) pass; then the same with
            ``within`` patterns
   restricted  callers allowed one machine, one module or one tool, next to asking the grant
-           evaluator about every tool the query finds (alternating, query by query; every 8th
-           query from 50,000 tools on)
+           evaluator about every tool, as a plain predicate is (to know the caller's own
+           statistics; alternating, query by query; every 8th query from 50,000 tools on)
   assign   one new assignment of 50 tools: upsert time, and upsert + the first search finding it;
            then retiring it, and retiring (and putting back) assignments indexed at the build
   peer     FastMCP's BM25SearchTransform over the same tools (flattened names, as it needs) in the
@@ -377,9 +377,10 @@ def measure_queries(mesh: Mesh, args: argparse.Namespace) -> None:
 
 
 def measure_restricted(mesh: Mesh, args: argparse.Namespace) -> None:
-    """Callers allowed a part of the mesh: with the grant evaluator's shortcuts (what a caller
-    cannot reach is never ranked; a tool decided alike on every holder is not asked about holder
-    by holder), and, alternately, asking ``permits`` about every tool the query finds."""
+    """Callers allowed a part of the mesh: with the grant evaluator's shortcuts (its part of the
+    index measured once per change over the tools its grants leave in doubt, and kept; a tool
+    decided alike on every holder is not asked about holder by holder), and, alternately, with
+    ``permits`` alone, which is asked about every tool on every search (ADR 0007)."""
     assert mesh.index is not None
     index = mesh.index
     callers = {
