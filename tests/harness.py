@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -31,6 +33,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports, below the ephemeral range that
+    ``free_port`` and every client connection draw from: another test's port never lands among
+    them between this check and their use (the demo's nodes take the three after its own)."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32_768
+    top = min(low, 65_536) - count
+    for base in random.sample(range(10_000, max(top, 10_001)), 200):
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return base
+    raise RuntimeError(f"no {count} consecutive free ports below {low}")
 
 
 def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

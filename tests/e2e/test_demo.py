@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import STARTUP_S, free_port
+from tests.harness import STARTUP_S, free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
@@ -28,7 +28,7 @@ def _answers(port: int) -> bool:
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_the_demo_stops_its_nodes_when_it_is_stopped(tmp_path: Path, stop: signal.Signals) -> None:
-    port = free_port()
+    port = free_ports(4)  # its own and its three nodes'
     log = (tmp_path / "demo.out").open("wb")
     listen, data = f"127.0.0.1:{port}", str(tmp_path / "demo")
     demo = subprocess.Popen(
