@@ -364,20 +364,16 @@ class SearchIndex:
         gives no bound at all. The terms of the smaller side, the caller's texts or the others,
         are counted when it is small (``SIDE_TEXTS``): document frequencies are then lookups.
         """
-        size = self._postings.slot_count
         reach, refusals = audience.reach, audience.refusals
         if reach is None and refusals is not None and not refusals:
             return None
-        texts = np.zeros(size, dtype=bool)
-        documents = 0
-        doubtful: Collection[int] | None = None
-        if reach is not None:
+        doubtful: Collection[int] | None
+        if reach is not None:  # none yet, then the texts it reaches that hold a permitted tool
+            texts, documents = np.zeros(self._postings.slot_count, dtype=bool), 0
             doubtful = self._slots_matching(reach)
-        else:
-            texts = self._postings.live()
-            documents = len(self._documents)
-            if refusals is not None:
-                doubtful = self._slots_matching(refusals)
+        else:  # all, then less the texts a refusal reaches that hold no permitted tool
+            texts, documents = self._postings.live(), len(self._documents)
+            doubtful = None if refusals is None else self._slots_matching(refusals)
         for slot in self._by_slot if doubtful is None else doubtful:
             permitted = self._permitted_members(slot, audience, permits)
             texts[slot] = permitted > 0
