@@ -48,8 +48,12 @@ async def read_body(request: Request, model: type[B]) -> B:
     return parse_body(model, data)
 
 
+#: No answer of the admin API is kept by a cache: some carry a token shown once.
+NO_STORE = {"cache-control": "no-store"}
+
+
 def error_response(error: NavigatorError) -> JSONResponse:
-    return JSONResponse(error_body(error), status_code=error.status)
+    return JSONResponse(error_body(error), status_code=error.status, headers=NO_STORE)
 
 
 def handler(
@@ -65,8 +69,9 @@ def handler(
         except RegistryError as error:
             return error_response(from_registry(error))
         if isinstance(result, Response):
+            result.headers.setdefault("cache-control", "no-store")
             return result
-        return JSONResponse(result)
+        return JSONResponse(result, headers=NO_STORE)
 
     run.__name__ = endpoint.__name__
     run.__doc__ = endpoint.__doc__

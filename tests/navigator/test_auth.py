@@ -6,10 +6,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from joserfc import jwt
 from joserfc.jwk import OctKey
 
+from navigator.app import build_app
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.errors import Unauthenticated
 from navigator.settings import NavigatorSettings
@@ -116,3 +118,27 @@ def test_a_jwt_verifier_needs_its_issuer_and_audience(missing: str) -> None:
 async def test_without_a_verifier_jwts_are_refused(registry: Registry) -> None:
     with pytest.raises(Unauthenticated):
         await Authenticator(registry).verify(_jwt(sub="carol"))
+
+
+async def test_the_console_takes_the_jwt_the_admin_api_takes(tmp_path: Path) -> None:
+    """A review: the admin API verified a JWT, the console's sign-in only stored tokens, so no
+    operator of a JWT deployment could use the console. And every admin API answer is
+    ``no-store``: some carry a token shown once."""
+    settings = NavigatorSettings(
+        database_url=f"sqlite:///{tmp_path / 'r.db'}",
+        jwt_public_key=SECRET,
+        jwt_algorithm="HS256",
+        jwt_issuer="https://idp.example",
+        jwt_audience="meshnav",
+    )
+    app = build_app(settings)
+    token = _jwt(sub="carol", scope="mesh:admin")
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            api = await client.get("/api/v1/mesh", headers={"authorization": f"Bearer {token}"})
+            signed = await client.post("/console/sign-in", data={"token": token, "next": "/"})
+            page = await client.get("/")
+    assert api.status_code == 200 and api.headers["cache-control"] == "no-store"
+    assert signed.status_code in (302, 303), signed.text[:300]
+    assert page.status_code == 200 and "carol" in page.text
