@@ -8,10 +8,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from navigator.addresses import is_machine_name
-from navigator.bodies import Body
+from navigator.bodies import Body, is_printable
 from navigator.errors import InvalidAddress, InvalidArguments
 from navigator.grants import Caller, explain
 from navigator.limits import LIMITS
@@ -41,6 +41,17 @@ SCOPE_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,256}$"
 Scope = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN)]
 
 
+def _printable(text: str) -> str:
+    if not is_printable(text):
+        raise ValueError("holds a control character")
+    return text
+
+
+#: A grant's principal: a principal's name, ``*``, or a JWT subject (``auth0|123``) — any
+#: printable text.
+GrantPrincipal = Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_printable)]
+
+
 def is_principal_name(name: str) -> bool:
     """Letters, digits and ``_.@:-``, at most 128, and not dots alone (a URL path would read
     ``..`` as its parent)."""
@@ -63,7 +74,7 @@ class RotateBody(Body):
 
 
 class GrantBody(Body):
-    principal: str = Field(min_length=1, max_length=128)
+    principal: GrantPrincipal
     target: str = Field(min_length=1, max_length=256)
     effect: Literal["allow", "deny"]
     scopes: list[Scope] = Field(default_factory=list, max_length=64)

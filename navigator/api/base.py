@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from navigator.auth import caller_from_scope
-from navigator.bodies import Body, parse_body, read_bounded
+from navigator.bodies import Body, is_printable, parse_body, read_bounded
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
@@ -63,6 +63,9 @@ def handler(
 
     async def run(request: Request) -> Response:
         try:
+            asked = [*request.path_params.values(), *request.query_params.values()]
+            if not all(map(is_printable, asked)):
+                raise InvalidArguments("The request's path or query holds a control character.")
             result = await endpoint(request)
         except NavigatorError as error:
             return error_response(error)

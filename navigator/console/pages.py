@@ -14,12 +14,19 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from navigator.bodies import is_printable
 from navigator.console import contracts, render
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
 from navigator.console.session import authenticate_viewer, error_json, sign_in_page
 from navigator.console.viewpoint import Viewpoint
-from navigator.errors import NavigatorError, Unauthenticated, UnknownTool, from_registry
+from navigator.errors import (
+    InvalidArguments,
+    NavigatorError,
+    Unauthenticated,
+    UnknownTool,
+    from_registry,
+)
 from navigator.numbers import whole_number
 from navigator.services import services
 from registry import AccessStore, GrantRecord, PrincipalRecord, RegistryError
@@ -110,6 +117,8 @@ async def _search(request: Request, viewpoint: Viewpoint) -> Page:
 async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
     viewpoint.require_operator()
     principal = request.query_params.get("principal") or None
+    if principal is not None and not is_printable(principal):
+        raise InvalidArguments("The principal holds a control character.")
 
     def read(session: Session) -> tuple[list[PrincipalRecord], list[GrantRecord]]:
         store = AccessStore(session)

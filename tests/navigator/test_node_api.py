@@ -293,3 +293,28 @@ async def test_the_scopes_identity_providers_issue_are_taken(tmp_path: Path, sco
         grants = await services.transact(lambda session: AccessStore(session).grants())
     assert answer.status_code == 200, answer.text
     assert [grant.scopes for grant in grants] == [(scope,)]
+
+
+async def test_a_control_character_in_a_name_is_refused_at_the_door(tmp_path: Path) -> None:
+    """A review: a NUL in a grant's principal was stored on SQLite and answered 503
+    ``registry_unavailable`` on PostgreSQL (which refuses it) — an outage to monitoring, for bad
+    input; so did one in a path or query. They are ``invalid_arguments`` before the registry is
+    asked, on every backend; a JWT subject such as ``auth0|123`` is still a principal."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        root = bearer(tokens["root"])
+        body = {"principal": "x\u0000y", "target": "db1/*/*", "effect": "allow"}
+        refused = [
+            await client.post("/api/v1/grants", json=body, headers=root),
+            await client.get("/api/v1/grants?principal=x%00y", headers=root),
+            await client.post("/api/v1/principals/x%00y/rotate", json={}, headers=root),
+            await client.post("/api/v1/machines/x%00/retire", headers=root),
+        ]
+        subject = {"principal": "auth0|123", "target": "db1/*/*", "effect": "allow"}
+        taken = await client.post("/api/v1/grants", json=subject, headers=root)
+        grants = await services.transact(lambda session: AccessStore(session).grants())
+    for answer in refused:
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "invalid_arguments"
+        assert "x\\u0000y" not in answer.text and "x%00y" not in answer.text  # never echoed
+    assert taken.status_code == 200
+    assert [grant.principal for grant in grants] == ["auth0|123"]
