@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Boolean, String, and_, bindparam, delete, literal_column, or_, select
+from sqlalchemy import (
+    Boolean,
+    String,
+    and_,
+    bindparam,
+    delete,
+    func,
+    literal_column,
+    or_,
+    select,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -333,9 +343,13 @@ class AccessStore:
             created_at=row[5],
         )
 
-    def principals(self) -> list[PrincipalRecord]:
-        rows = self.session.execute(select(Principal).order_by(Principal.name)).scalars()
-        return [_principal_record(r) for r in rows]
+    def principals(self, *, limit: int | None = None) -> list[PrincipalRecord]:
+        """The principals by name; the first ``limit`` of them when given."""
+        query = select(Principal).order_by(Principal.name).limit(limit)
+        return [_principal_record(r) for r in self.session.execute(query).scalars()]
+
+    def principal_count(self) -> int:
+        return int(self.session.execute(select(func.count()).select_from(Principal)).scalar_one())
 
     def rotate_principal(
         self, name: str, *, token_hash: str, expires_at: datetime | None = None
@@ -438,11 +452,21 @@ class AccessStore:
             raise NotFound("No such grant.")
         CatalogStore(self.session).bump("grants")
 
-    def grants(self, principal: str | None = None) -> list[GrantRecord]:
-        query = select(Grant).order_by(Grant.id)
+    def grants(
+        self, principal: str | None = None, *, limit: int | None = None
+    ) -> list[GrantRecord]:
+        """The grant rows by id — naming ``principal`` when given —; the first ``limit`` of them
+        when given."""
+        query = select(Grant).order_by(Grant.id).limit(limit)
         if principal is not None:
             query = query.where(Grant.principal == principal)
         return [_grant_record(r) for r in self.session.execute(query).scalars()]
+
+    def grant_count(self, principal: str | None = None) -> int:
+        query = select(func.count()).select_from(Grant)
+        if principal is not None:
+            query = query.where(Grant.principal == principal)
+        return int(self.session.execute(query).scalar_one())
 
     def snapshot(
         self, principal: str, scopes: Iterable[str], *, limit: int

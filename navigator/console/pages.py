@@ -29,7 +29,7 @@ from navigator.errors import (
 )
 from navigator.numbers import whole_number
 from navigator.services import services
-from registry import AccessStore, GrantRecord, PrincipalRecord, RegistryError
+from registry import AccessStore, RegistryError
 
 __all__ = [
     "FRAGMENT_HEADER",
@@ -114,21 +114,28 @@ async def _search(request: Request, viewpoint: Viewpoint) -> Page:
     return search_page(view)
 
 
+#: The most principals, and grant rows, a grants page shows: the first by name and by id, the
+#: rest counted (a page of every row of a large registry stalled the navigator while it rendered).
+CONSOLE_ROWS = 500
+
+
 async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
     viewpoint.require_operator()
     principal = request.query_params.get("principal") or None
     if principal is not None and not is_printable(principal):
         raise InvalidArguments("The principal holds a control character.")
 
-    def read(session: Session) -> tuple[list[PrincipalRecord], list[GrantRecord]]:
+    def read(session: Session) -> render.GrantsListing:
         store = AccessStore(session)
-        rows = store.grants(principal)
+        rows = store.grants(principal, limit=CONSOLE_ROWS)
+        total = store.grant_count(principal)
         if principal is not None:
-            rows = sorted([*rows, *store.grants("*")], key=lambda row: row.id)
-        return store.principals(), rows
+            rows = sorted([*rows, *store.grants("*", limit=CONSOLE_ROWS)], key=lambda row: row.id)
+            total += store.grant_count("*")
+        people = store.principals(limit=CONSOLE_ROWS)
+        return render.GrantsListing(people, store.principal_count(), rows[:CONSOLE_ROWS], total)
 
-    principals, rows = await services(request).read(read)
-    return render.grants_page(principals, rows, principal)
+    return render.grants_page(await services(request).read(read), principal)
 
 
 async def _missing(request: Request, viewpoint: Viewpoint) -> Page:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from markupsafe import Markup
@@ -152,9 +153,27 @@ def machine_page(machine: MachineView) -> Page:
 # --- grants --------------------------------------------------------------------------------
 
 
-def grants_page(
-    principals: Sequence[PrincipalRecord], grants: Sequence[GrantRecord], principal: str | None
-) -> Page:
+@dataclass(frozen=True, slots=True)
+class GrantsListing:
+    """What a grants page shows: the first principals and grant rows, and how many there are."""
+
+    principals: Sequence[PrincipalRecord]
+    principal_count: int
+    grants: Sequence[GrantRecord]
+    grant_count: int
+
+
+def _more(shown: int, total: int, what: str, command: str) -> Markup:
+    """A line saying that only the first rows are shown, when they are."""
+    if shown >= total:
+        return Markup("")
+    return Markup(
+        '<p class="meta">The first {} of {} {}; <code>{}</code> lists them all.</p>'
+    ).format(shown, total, what, command)
+
+
+def grants_page(listing: GrantsListing, principal: str | None) -> Page:
+    principals, grants = listing.principals, listing.grants
     now = utcnow()
     people = [
         (
@@ -191,15 +210,18 @@ def grants_page(
         '<h1>Grants</h1><p class="lede">Who may call what. Change them with '
         "<code>meshnav grant</code> or the admin API; the navigator reads them again on every "
         "call.</p>"
-        '<section aria-labelledby="principals-h"><h2 id="principals-h">Principals</h2>{}</section>'
-        '<section aria-labelledby="rows-h"><h2 id="rows-h">Grant rows</h2>{}{}</section>'
+        '<section aria-labelledby="principals-h"><h2 id="principals-h">Principals</h2>{}{}'
+        "</section>"
+        '<section aria-labelledby="rows-h"><h2 id="rows-h">Grant rows</h2>{}{}{}</section>'
     ).format(
         table("Principals", ("Principal", "Scopes", "Machine", "Expires", "State"), people)
         if people
         else empty_state("No principals", "Add one with meshnav principal add."),
+        _more(len(people), listing.principal_count, "principals", "meshnav principal list"),
         showing,
         table("Grant rows", ("ID", "Principal", "Target", "Scopes", "Effect", "Revision"), rows)
         if rows
         else empty_state("No grant rows", "Nobody may call anything yet."),
+        _more(len(rows), listing.grant_count, "grant rows", "meshnav grant list"),
     )
     return Page(title="Grants", main=main, section="grants")
