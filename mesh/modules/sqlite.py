@@ -55,6 +55,11 @@ MAX_ROWS = 1000
 MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
 _POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
 MAX_READERS = 8  # reads running at once on this node, abandoned ones included
+#: The most columns a statement may name or return: with ``MAX_VALUE_BYTES``, what one row can
+#: hold before anything measures it (SQLite allows 2,000: a row of 2 GB).
+MAX_COLUMNS = 128
+#: The most tables and views ``list_tables`` names (``truncated`` past it), as PostgreSQL's.
+MAX_TABLES = 1000
 _READERS = threading.BoundedSemaphore(MAX_READERS)
 _BUSY = "this machine's SQLite reads are all busy; try again shortly"
 LATE_S = 0.5  # how long past its deadline a read's answer may wait for its interrupted step
@@ -109,6 +114,7 @@ class TableEntry(BaseModel):
 class TableList(BaseModel):
     database: str
     tables: list[TableEntry]
+    truncated: bool = Field(default=False, description=f"True when more than {MAX_TABLES} matched.")
 
 
 class Index(BaseModel):
@@ -186,7 +192,8 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
     async def list_tables(database: DatabaseArg) -> TableList:
         """The tables and views of one SQLite database on this machine."""
         rows = await run(database, partial(_read, time_limit_s, _list_tables))
-        return TableList(database=database, tables=[TableEntry(name=n, type=t) for n, t in rows])
+        tables = [TableEntry(name=n, type=t) for n, t in rows[:MAX_TABLES]]
+        return TableList(database=database, tables=tables, truncated=len(rows) > MAX_TABLES)
 
     async def describe_table(database: DatabaseArg, table: str) -> TableDescription:
         """Columns (type, NOT NULL, default, primary key), indexes and foreign keys of a table
@@ -266,6 +273,7 @@ def _connect(
     uri = f"{path.as_uri()}?mode={mode}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
     open_ = threading.Lock()  # held by the interrupt, so that it never meets a closed connection
 
     def interrupt() -> None:
@@ -302,7 +310,8 @@ def _read(time_limit_s: float, work: Callable[[sqlite3.Connection], T], path: Pa
 def _list_tables(conn: sqlite3.Connection) -> list[tuple[str, Literal["table", "view"]]]:
     return conn.execute(
         "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"
-        " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT ?",
+        (MAX_TABLES + 1,),
     ).fetchall()
 
 
@@ -358,6 +367,11 @@ def _query(
     for row in cursor:
         if len(rows) == max_rows:
             return columns, rows, True
+        raw = sum(len(v) for v in row if isinstance(v, str | bytes))
+        if raw > budget.left:  # past the budget before a byte of it is encoded
+            if not rows:
+                raise ToolError(TOO_LONG_ROW)
+            return columns, rows, True
         cells = [_cell(v) for v in row]
         if not budget.admits(cells):
             if not rows:
@@ -374,15 +388,22 @@ def _execute(
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.set_authorizer(_authorize_write)
+            before = conn.total_changes
             cursor = conn.execute(sql, params)
-            cursor.fetchall()  # RETURNING rows: step to the end so that the change is whole
+            for (
+                _row
+            ) in cursor:  # RETURNING rows: stepped to the end (the change is whole), kept not
+                continue
+            changed = conn.total_changes - before
             conn.set_authorizer(None)
             conn.execute("COMMIT")
         except BaseException:
             conn.set_authorizer(None)
             conn.rollback()
             raise
-        return ExecuteResult(rowcount=cursor.rowcount, lastrowid=cursor.lastrowid or None)
+        # Python counts a statement's changes by its first word: "WITH … INSERT" is counted here
+        rowcount = cursor.rowcount if cursor.rowcount != -1 else (changed or -1)
+        return ExecuteResult(rowcount=rowcount, lastrowid=cursor.lastrowid or None)
 
 
 def _authorize_read(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
@@ -432,6 +453,8 @@ def _tool_error(exc: sqlite3.Error, time_limit_s: float) -> ToolError:
         text = f"the statement breaks a {kind or 'table'} constraint; nothing was changed"
     elif base == "INTERRUPT":
         text = _LATE.format(time_limit_s=time_limit_s)
+    elif str(exc).startswith("too many columns"):  # SQLite's own words, quoting nothing
+        text = f"a statement may name at most {MAX_COLUMNS} columns; select fewer"
     else:
         text = _ERRORS.get(base, f"SQLite refused the statement ({name or 'unknown error'})")
     return ToolError(text)

@@ -369,3 +369,40 @@ async def test_reads_running_at_once_are_bounded(client: Client[Any]) -> None:
         for _ in held:
             module._READERS.release()
     assert (await ok(client, "query", database="shop", sql="SELECT 1"))["rows"] == [[1]]
+
+
+async def test_a_row_is_bounded_before_it_is_built(client: Client[Any]) -> None:
+    """A review: values were bounded one by one (1 MiB) but not their number — 1,999 columns of
+    a 1 MB blob made one row of 2 GB, built and base64'd before the answer's budget was asked
+    (3 calls, 11 GB). A statement names at most 128 columns, and a row past the budget is
+    refused before a byte of it is encoded."""
+    wide = ", ".join(["x"] * 129)
+    text = await refused(
+        client, "query", database="shop", sql=f"SELECT {wide} FROM (SELECT zeroblob(1000) AS x)"
+    )
+    assert "at most 128 columns" in text
+    row = ", ".join(["x"] * 3)
+    big = f"SELECT {row} FROM (SELECT zeroblob(1000000) AS x)"  # 3 MB raw: past 1.5 MiB
+    assert "answer limit" in await refused(client, "query", database="shop", sql=big)
+
+
+async def test_execute_counts_what_it_changed_and_keeps_no_returned_row(
+    client: Client[Any], data_dir: Path
+) -> None:
+    """A review: a change written ``WITH … INSERT`` answered ``rowcount: -1`` ("no rows"), as
+    Python counts by a statement's first word; and rows it returned were all kept, unused."""
+    sql = "WITH v(x) AS (VALUES ('dee'), ('eve'), ('fay')) INSERT INTO customers (name) SELECT x FROM v"
+    assert (await ok(client, "execute", database="shop", sql=sql))["rowcount"] == 3
+    returning = "UPDATE customers SET tier = 'gold' RETURNING zeroblob(1000)"
+    assert (await ok(client, "execute", database="shop", sql=returning))["rowcount"] == 6
+    assert count(data_dir / "shop.db", "customers") == 6
+
+
+async def test_list_tables_names_at_most_a_thousand(tmp_path: Path) -> None:
+    """A review: 60,000 views made a 16 MB answer, past what the navigator reads; the list stops
+    at 1,000 with ``truncated``, as PostgreSQL's does."""
+    views = "".join(f"CREATE VIEW v{n:05d} AS SELECT 1;" for n in range(1001))
+    database = make_db(tmp_path / "many.db", views)
+    async with Client(build_sqlite_module([database])) as many:
+        listed = await ok(many, "list_tables", database="many")
+    assert len(listed["tables"]) == 1000 and listed["truncated"] is True
