@@ -9,9 +9,11 @@ idempotent on the navigator's side. A module whose tool list changes is pushed a
 from __future__ import annotations
 
 import base64
+import ctypes
 import logging
 import socket
 import ssl
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -213,6 +215,20 @@ def _code(response: httpx.Response) -> str:
         return str(response.json().get("error", response.status_code))
     except ValueError:
         return str(response.status_code)
+
+
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
+
+
+def keep_secrets_from_children() -> bool:
+    """Make this process non-dumpable (Linux): its ``/proc`` files — the environment that holds
+    ``MESHNAV_TOKEN``, its memory — are then readable by root alone, not by a ``stdio`` module's
+    subprocess running as the same user (a review read the node's token, and through it the key
+    its call tokens are signed with, from ``/proc/PPID/environ``). Whether it took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 == libc.prctl(_PR_GET_DUMPABLE))
 
 
 async def serve_node(

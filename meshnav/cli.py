@@ -226,10 +226,18 @@ def node_serve(
     """Run a node agent serving this machine's modules."""
     from pydantic import ValidationError
 
-    from mesh.agent import serve_node
+    from mesh.agent import keep_secrets_from_children, serve_node
     from mesh.modules import parse_module_spec
     from mesh.settings import NodeSettings
     from meshnav.serve import listening_socket, mesh_failure, settings_error
+
+    keep_secrets_from_children()
+    if any(arg == "--token" or arg.startswith("--token=") for arg in sys.argv):
+        errors.print(
+            "meshnav: warning: a token on the command line is visible to every user of this "
+            "machine (ps); give it as MESHNAV_TOKEN",
+            markup=False,
+        )
 
     async def work() -> None:
         try:

@@ -15,7 +15,11 @@ subprocess reach the caller whose call made them even when calls overlap. What a
 cannot attribute to one caller is not relayed: log messages are dropped (they may carry content,
 SPEC §10), and the subprocess is offered no sampling, elicitation or roots. Caller headers are
 never forwarded (``forward_incoming_headers=False``; stdio carries none anyway), and the
-subprocess gets the MCP SDK's minimal environment, not the node's (which holds its token).
+subprocess gets the MCP SDK's minimal environment, not the node's (which holds its token). It
+runs as the node's user: the node makes itself non-dumpable on Linux
+(``agent.keep_secrets_from_children``), so such a subprocess cannot read the node's
+``/proc/PID/environ`` or memory — unless they run as root; to isolate a module further, run its
+command as another user (``setpriv``/``sudo -u`` in the command).
 A ``tools/list_changed`` from the subprocess drops the provider's cached tool list at once.
 
 A call the subprocess has not answered within ``CALL_DEADLINE_S`` is given up, and the MCP

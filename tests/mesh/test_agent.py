@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 
 import pytest
 from starlette.applications import Starlette
@@ -70,3 +72,19 @@ async def test_a_refusal_of_the_node_is_final(status: int, code: str) -> None:
     assert failed is not None and code in str(failed) and not failed.transient
     assert given == [status]
     assert agent.key is None
+
+
+def test_a_node_keeps_its_token_from_its_modules_processes() -> None:
+    """A review: a ``stdio`` module's subprocess, running as the node's user, read the node's
+    token from ``/proc/PPID/environ`` — and with it the key the node's call tokens are signed
+    with. The node makes itself non-dumpable, so its ``/proc`` files are root's alone."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("prctl is Linux's")
+    script = (
+        "import ctypes; from mesh.agent import keep_secrets_from_children as keep; "
+        "print(keep(), ctypes.CDLL(None).prctl(3))"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert answer.stdout.split() == ["True", "0"]
