@@ -2,9 +2,13 @@
 
 Every tool runs in a ``READ ONLY`` transaction with a ``statement_timeout`` and is rolled back,
 so the module writes nothing whatever SQL it is given, and a client-side deadline backs the
-server's timeout up. ``query`` runs the caller's statement through a server-side cursor: rows are
-fetched ``max_rows + 1`` at a time, so a huge result costs neither the server nor this process
-more than the page asked for — and at most 1.5 MiB of values, ``truncated`` then set as when
+server's timeout up. The timeout is set again before each statement (the caller's SQL can lift it
+with ``set_config`` for the statements after its own), and at the deadline the server is sent a
+cancel request before the connection closes: a backend whose client has gone keeps running.
+
+``query`` runs the caller's statement through a server-side cursor: rows are fetched
+``max_rows + 1`` at a time, so a huge result costs neither the server nor this process more
+than the page asked for — and at most 1.5 MiB of values, ``truncated`` then set as when
 ``max_rows`` stops it; as a consequence it takes one SELECT (with WITH, VALUES or TABLE
 forms), and PostgreSQL itself refuses data-modifying CTEs and anything else there.
 
@@ -21,6 +25,7 @@ worded from SQLSTATE codes alone, since PostgreSQL's own messages quote the quer
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import inspect
 import math
@@ -36,6 +41,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool
 from mcp_types import ToolAnnotations
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq.abc import PGcancel
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
@@ -45,6 +51,8 @@ __all__ = ["build_postgres_module"]
 
 STATEMENT_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 5
+DEADLINE_SLACK_S = 5.0  # the client's deadline: connect and statement timeouts, and this
+CANCEL_S = 2.0  # how long a cancel request to the server may take, past the deadline
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
 MAX_TABLES = 1000
@@ -138,17 +146,20 @@ def build_postgres_module(
         """A connection inside a READ ONLY transaction that is always rolled back."""
         conninfo = make_conninfo(dsn, dbname=database) if database else dsn
         try:
-            with anyio.fail_after(connect_timeout_s + statement_timeout_s + 5):
+            with anyio.fail_after(connect_timeout_s + statement_timeout_s + DEADLINE_SLACK_S):
                 async with await psycopg.AsyncConnection.connect(
                     conninfo, autocommit=True, connect_timeout=connect_timeout_s
                 ) as conn:
-                    await conn.set_read_only(True)
-                    async with conn.transaction(force_rollback=True):
-                        timeout = f"{int(statement_timeout_s * 1000)}ms"
-                        await conn.execute(
-                            "SELECT set_config('statement_timeout', %s, true)", [timeout]
-                        )
-                        yield conn
+                    cancel = conn.pgconn.get_cancel()
+                    try:
+                        await conn.set_read_only(True)
+                        async with conn.transaction(force_rollback=True):
+                            await _arm(conn, statement_timeout_s)
+                            yield conn
+                    except BaseException as exc:
+                        if conn.closed or isinstance(exc, anyio.get_cancelled_exc_class()):
+                            await _cancel_on_server(cancel)
+                        raise
         except (psycopg.Error, TimeoutError) as exc:
             raise _tool_error(exc, statement_timeout_s) from None
 
@@ -215,12 +226,16 @@ def build_postgres_module(
         """Run one read-only SELECT (or WITH ... SELECT, VALUES, TABLE) on a PostgreSQL
         database of this machine; returns its columns and up to max_rows rows."""
         async with read_only(database) as conn, conn.cursor(name=_CURSOR) as cursor:
+            deadline = anyio.current_time() + statement_timeout_s
             # The caller's SQL is meant to run: the transaction around it is read-only.
             await cursor.execute(sql, params)
             columns = [column.name for column in cursor.description or ()]
             rows: list[list[JsonValue]] = []
             budget = RowBudget()
             while len(rows) <= max_rows:
+                # The caller's SQL may set statement_timeout for the statements after it; each
+                # FETCH gets what is left of the query's time again.
+                await _arm(conn, deadline - anyio.current_time())
                 fetched = await cursor.fetchmany(min(FETCH_ROWS, max_rows + 1 - len(rows)))
                 if not fetched:
                     break
@@ -246,6 +261,22 @@ def build_postgres_module(
             Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
         )
     return mcp
+
+
+async def _arm(conn: psycopg.AsyncConnection[Any], seconds: float) -> None:
+    """Set the transaction's ``statement_timeout``: each statement after this one runs under it
+    (a statement's timer starts with it, so the SQL running cannot lift its own)."""
+    timeout = f"{max(1, int(seconds * 1000))}ms"
+    await conn.execute("SELECT set_config('statement_timeout', %s, true)", [timeout])
+
+
+async def _cancel_on_server(cancel: PGcancel) -> None:
+    """Ask the server to stop the connection's statement, within ``CANCEL_S`` and shielded: at
+    the client's deadline anyio also cancels psycopg's own request, and a backend whose client
+    has gone keeps running (``pg_sleep(3600)``: an hour, with its locks and snapshot)."""
+    # psycopg.Error: the server is gone or refused, and there is nothing left to stop there
+    with anyio.move_on_after(CANCEL_S, shield=True), contextlib.suppress(psycopg.Error):
+        await anyio.to_thread.run_sync(cancel.cancel, abandon_on_cancel=True)
 
 
 def _cell(value: Any) -> JsonValue:

@@ -13,6 +13,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
+from mesh.modules import postgres
 from mesh.modules.postgres import build_postgres_module
 from tests.postgres_server import PostgresServer, start_postgres
 
@@ -257,6 +258,67 @@ async def test_a_slow_query_stops_at_the_statement_timeout(client: Client[Any]) 
     text = await refused(client, "query", sql="SELECT pg_sleep(30)")
     assert "statement timeout" in text
     assert time.monotonic() - started < 10
+
+
+READER = "meshnav_reader"
+
+
+@pytest.fixture(scope="module")
+def reader(postgres_server: PostgresServer, shop: str) -> Iterator[str]:
+    """A role that is not a superuser, as a deployment gives the module; its DSN to ``shop``."""
+    postgres_server.execute(f"CREATE ROLE {READER} LOGIN")
+    yield postgres_server.dsn("shop", user=READER)
+    postgres_server.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                            f" WHERE usename = '{READER}'")  # fmt: skip
+    postgres_server.execute(f"DROP ROLE {READER}")
+
+
+def backends_left(server: PostgresServer, role: str, wait_s: float = 3.0) -> list[Any]:
+    """The role's backends still on the server, once given ``wait_s`` to end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        with psycopg.connect(server.dsn()) as conn:
+            rows = conn.execute(
+                "SELECT pid, state, left(query, 60) FROM pg_stat_activity WHERE usename = %s",
+                [role],
+            ).fetchall()
+        if not rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+async def test_a_query_cannot_lift_its_own_timeout_for_later_rows(
+    reader: str, postgres_server: PostgresServer
+) -> None:
+    """A review: the timeout was set once for the transaction and rows came from several
+    FETCHes, so SQL that set statement_timeout to 0 slept an hour on row 61, past the
+    client's deadline, holding its locks and snapshot."""
+    sql = (
+        "SELECT g, set_config('statement_timeout', '0', true),"
+        " pg_sleep(CASE WHEN g > 60 THEN 3600 ELSE 0 END) FROM generate_series(1, 100) g"
+    )
+    started = time.monotonic()
+    async with Client(build_postgres_module(reader, statement_timeout_s=1)) as client:
+        text = await refused(client, "query", sql=sql, max_rows=100)
+    assert "statement timeout" in text
+    assert time.monotonic() - started < 5
+    assert backends_left(postgres_server, READER) == []
+
+
+async def test_a_query_past_the_clients_deadline_is_cancelled_on_the_server(
+    reader: str, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that does not stop at its timeout is stopped at the client's deadline: at
+    that deadline anyio cancelled psycopg's own cancel request, and the closed connection
+    left the backend running (pg_sleep(3600): an hour)."""
+    monkeypatch.setattr(postgres, "DEADLINE_SLACK_S", -28.0)  # the deadline before the server's
+    started = time.monotonic()
+    module = build_postgres_module(reader, statement_timeout_s=30, connect_timeout_s=1)
+    async with Client(module) as client:
+        text = await refused(client, "query", sql="SELECT pg_sleep(3600)")
+    assert "did not answer in time" in text
+    assert time.monotonic() - started < 8
+    assert backends_left(postgres_server, READER) == []
 
 
 async def test_errors_never_repeat_the_query(client: Client[Any]) -> None:
