@@ -6,11 +6,12 @@ server's timeout up. The timeout is set again before each statement (the caller'
 with ``set_config`` for the statements after its own), and at the deadline the server is sent a
 cancel request before the connection closes: a backend whose client has gone keeps running.
 
-``query`` runs the caller's statement through a server-side cursor: rows are fetched
-``max_rows + 1`` at a time, so a huge result costs neither the server nor this process more
-than the page asked for — and at most 1.5 MiB of values, ``truncated`` then set as when
-``max_rows`` stops it; as a consequence it takes one SELECT (with WITH, VALUES or TABLE
-forms), and PostgreSQL itself refuses data-modifying CTEs and anything else there.
+``query`` runs the caller's statement through a server-side cursor, so it takes one SELECT
+(with WITH, VALUES or TABLE forms) and PostgreSQL itself refuses data-modifying CTEs and anything
+else there. Its rows are FETCHed 1, 2, 4 … at most 50 at a time — fewer once rows are long — and
+each FETCH's rows come one at a time, so a huge result costs neither the server nor this process
+more than the page asked for, and at most 1.5 MiB of values, ``truncated`` then set as when
+``max_rows`` stops it. At most ``MAX_CALLS`` calls run at once in the process.
 
 Each call opens its own connection, with a connect timeout, and closes it. Agents call seldom
 next to a connection's cost on the same machine (a few milliseconds), the ``database`` argument
@@ -29,7 +30,8 @@ import contextlib
 import datetime as dt
 import inspect
 import math
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Annotated, Any, cast
@@ -57,7 +59,10 @@ DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
 MAX_TABLES = 1000
 _CURSOR = "meshnav_query"
-FETCH_ROWS = 50  # rows fetched from the server-side cursor at a time
+FETCH_ROWS = 50  # the most rows one FETCH asks the server-side cursor for
+MAX_CALLS = 8  # calls running at once on this node, each holding a connection and a row
+_CALLS = threading.BoundedSemaphore(MAX_CALLS)
+_BUSY = "this machine's PostgreSQL reads are all busy; try again shortly"
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -145,6 +150,7 @@ def build_postgres_module(
     async def read_only(database: str | None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A connection inside a READ ONLY transaction that is always rolled back."""
         conninfo = make_conninfo(dsn, dbname=database) if database else dsn
+        await _take_turn(statement_timeout_s)
         try:
             with anyio.fail_after(connect_timeout_s + statement_timeout_s + DEADLINE_SLACK_S):
                 async with await psycopg.AsyncConnection.connect(
@@ -162,6 +168,8 @@ def build_postgres_module(
                         raise
         except (psycopg.Error, TimeoutError) as exc:
             raise _tool_error(exc, statement_timeout_s) from None
+        finally:
+            _CALLS.release()
 
     async def list_databases() -> DatabaseList:
         """The databases on this machine's PostgreSQL server, with size and encoding."""
@@ -232,22 +240,33 @@ def build_postgres_module(
             columns = [column.name for column in cursor.description or ()]
             rows: list[list[JsonValue]] = []
             budget = RowBudget()
+            size = 1  # rows asked of the next FETCH: doubled while they stay small
             while len(rows) <= max_rows:
-                # The caller's SQL may set statement_timeout for the statements after it; each
+                # The caller's SQL may set statement_timeout for the statements after it: each
                 # FETCH gets what is left of the query's time again.
                 await _arm(conn, deadline - anyio.current_time())
-                fetched = await cursor.fetchmany(min(FETCH_ROWS, max_rows + 1 - len(rows)))
-                if not fetched:
+                asked = min(size, max_rows + 1 - len(rows))
+                got = largest = 0
+                # Its rows come one at a time (libpq's single-row mode), so a long row is never
+                # held with the ones after it; leaving early cancels the rest of the FETCH.
+                fetch = f"FETCH FORWARD {asked} FROM {_CURSOR}"
+                stream = cast(AsyncGenerator[Any, None], conn.cursor().stream(fetch))
+                async with contextlib.aclosing(stream):
+                    async for row in stream:
+                        got += 1
+                        if len(rows) == max_rows:
+                            return QueryResult(columns=columns, rows=rows, truncated=True)
+                        cells = [_cell(value) for value in row]
+                        left = budget.left
+                        if not budget.admits(cells):
+                            if not rows:
+                                raise ToolError(TOO_LONG_ROW)
+                            return QueryResult(columns=columns, rows=rows, truncated=True)
+                        largest = max(largest, left - budget.left)
+                        rows.append(cells)
+                if got < asked:
                     break
-                for row in fetched:
-                    if len(rows) == max_rows:
-                        return QueryResult(columns=columns, rows=rows, truncated=True)
-                    cells = [_cell(value) for value in row]
-                    if not budget.admits(cells):
-                        if not rows:
-                            raise ToolError(TOO_LONG_ROW)
-                        return QueryResult(columns=columns, rows=rows, truncated=True)
-                    rows.append(cells)
+                size = max(1, min(FETCH_ROWS, 2 * size, budget.left // max(largest, 1)))
         return QueryResult(columns=columns, rows=rows, truncated=False)
 
     for fn, title in (
@@ -261,6 +280,16 @@ def build_postgres_module(
             Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
         )
     return mcp
+
+
+async def _take_turn(wait_s: float) -> None:
+    """One of ``MAX_CALLS`` turns, waited for up to ``wait_s``. The count is the process's, not
+    an event loop's (a thread-safe semaphore, looked at every 50 ms while all are taken)."""
+    deadline = anyio.current_time() + wait_s
+    while not _CALLS.acquire(blocking=False):
+        if anyio.current_time() >= deadline:
+            raise ToolError(_BUSY)
+        await anyio.sleep(0.05)
 
 
 async def _arm(conn: psycopg.AsyncConnection[Any], seconds: float) -> None:

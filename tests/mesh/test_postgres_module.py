@@ -4,10 +4,13 @@ repeats a query, a database name it was given, or the DSN."""
 
 from __future__ import annotations
 
+import resource
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
 from fastmcp import Client
@@ -215,6 +218,53 @@ async def test_rows_stop_at_the_answers_size_as_well_as_at_max_rows(client: Clie
     answer = await ok(client, "query", sql=wide, max_rows=1000)
     assert answer["truncated"] is True
     assert len(answer["rows"]) == 2
+
+
+async def test_rows_past_the_answers_size_are_not_fetched(
+    reader: str, postgres_server: PostgresServer
+) -> None:
+    """A review: 50 rows were fetched whole before the 1.5 MiB budget was looked at, so a
+    small row and then 20 MB ones took 1 GB of the node's memory for one call."""
+    sql = (
+        "SELECT repeat('x', CASE WHEN g = 1 THEN 10 ELSE 20000000 END)"
+        " FROM generate_series(1, 50) g"
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    async with Client(build_postgres_module(reader, statement_timeout_s=5)) as client:
+        answer = await ok(client, "query", sql=sql, max_rows=50)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert answer["rows"] == [["x" * 10]]
+    assert answer["truncated"] is True
+    assert grown_mb < 300, grown_mb  # a 20 MB row or two in flight, not 49 of them
+    assert backends_left(postgres_server, READER) == []
+
+
+async def test_calls_at_once_are_bounded(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call may hold a row in memory: the node runs at most MAX_CALLS of them at once, a
+    call waits its timeout for a turn, then answers that the machine's reads are busy."""
+    monkeypatch.setattr(postgres, "_CALLS", threading.BoundedSemaphore(2))
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity, pg_sleep(0.3)"
+        " WHERE usename = current_user AND state = 'active'"
+    )
+    seen: list[int] = []
+    async with Client(build_postgres_module(reader, statement_timeout_s=2)) as client:
+
+        async def one() -> None:
+            seen.append((await ok(client, "query", sql=sql))["rows"][0][0])
+
+        async with anyio.create_task_group() as group:
+            for _ in range(5):
+                group.start_soon(one)
+    assert len(seen) == 5
+    assert max(seen) <= 2
+    taken = threading.BoundedSemaphore(1)
+    taken.acquire()
+    monkeypatch.setattr(postgres, "_CALLS", taken)
+    started = time.monotonic()
+    async with Client(build_postgres_module(reader, statement_timeout_s=0.5)) as client:
+        assert "busy" in await refused(client, "query", sql="SELECT 1")
+    assert time.monotonic() - started < 3
 
 
 async def test_max_rows_is_bounded(client: Client[Any]) -> None:
