@@ -17,6 +17,7 @@ and one more hit are known, so that grants are evaluated for a page, not for the
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from bisect import insort
 from collections import Counter, OrderedDict
@@ -49,8 +50,10 @@ log = logging.getLogger(__name__)
 BUILD_BATCH = 8192
 #: A query word naming more holders than this (among those the caller sees) names none of them.
 HOLDER_WORD_HOLDERS = 16
-#: How many callers' own statistics (``_Own``) an index keeps, the least recently used dropped.
-KEPT_AUDIENCES = 64
+#: How many bytes of callers' own statistics (``_Own``) an index keeps, the least recently used
+#: dropped: a flag per text and a small side's term counts each — some 250 KB at 100,000 tools, so
+#: a few hundred grant sets in turn are each measured once per change of the index, not per search.
+KEPT_AUDIENCE_BYTES = 64 * 2**20
 #: A caller's texts, or the texts it may not call, whose terms are counted when they are no more
 #: than this many: its document frequencies are then lookups, not passes over postings.
 SIDE_TEXTS = 4096
@@ -102,6 +105,15 @@ class _Own:
     documents: int
 
 
+def _weight(own: _Own | None) -> int:
+    """Roughly the bytes a kept part holds of its own: its entry, its flags and its term counts'
+    table (the terms themselves are the index's strings)."""
+    if own is None:
+        return 256
+    terms = own.among.terms
+    return 256 + own.among.texts.nbytes + (0 if terms is None else sys.getsizeof(terms))
+
+
 class SearchIndex:
     """Tools by address, searchable by words, narrowed by the caller's grants."""
 
@@ -120,6 +132,7 @@ class SearchIndex:
         self._holders_by_word: dict[str, set[str]] = {}
         # audience key -> its own part (None: every tool), as of the index's last change
         self._own: OrderedDict[Hashable, _Own | None] = OrderedDict()
+        self._own_weight = 0  # the sum of the kept parts' weights
         # slot -> its text's distinct terms, for the texts callers' parts counted last
         self._slot_terms: OrderedDict[int, list[str]] = OrderedDict()
         self._lock = threading.RLock()
@@ -210,7 +223,7 @@ class SearchIndex:
         """Unindex texts left without members; re-index texts whose first member's text changed.
         Every change of the index ends here: what was kept of callers' own parts is dropped."""
         if touched:
-            self._own.clear()
+            self._forget_own()
         stale: dict[int, _ToolText] = {}
         replacements: list[_ToolText] = []
         for key in touched:
@@ -351,9 +364,16 @@ class SearchIndex:
         own = self._measure_own(audience, permits)
         if key is not None:
             self._own[key] = own
-            if len(self._own) > KEPT_AUDIENCES:
-                self._own.popitem(last=False)
+            self._own_weight += _weight(own)
+            while self._own_weight > KEPT_AUDIENCE_BYTES and len(self._own) > 1:
+                _, dropped = self._own.popitem(last=False)
+                self._own_weight -= _weight(dropped)
         return own
+
+    def _forget_own(self) -> None:
+        """Drop the callers' own parts: measured against an index that has since changed."""
+        self._own.clear()
+        self._own_weight = 0
 
     def _measure_own(self, audience: Audience, permits: Callable[[str], bool]) -> _Own | None:
         """Which texts have a member the caller may call, and how many documents it may call.
@@ -816,7 +836,7 @@ class IndexBuild:
         self._finished = True
         index = self._index
         with index._lock:
-            index._own.clear()
+            index._forget_own()
             self._flush()
             if meanwhile is not None:
                 meanwhile()

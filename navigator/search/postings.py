@@ -225,7 +225,11 @@ class PostingIndex:
         index holding them alone. ``terms`` and ``counted``: as ``Among`` keeps them."""
         self._merge()
         count = int(np.count_nonzero(texts))
-        totals = self._lengths[: self._next_slot][texts].sum(axis=0)
+        lengths = self._lengths[: self._next_slot]
+        if count <= self._live - count:  # summed over the smaller side (free slots' lengths are 0)
+            totals = lengths[np.flatnonzero(texts)].sum(axis=0)
+        else:
+            totals = np.array(self._length_sums) - lengths[np.flatnonzero(~texts)].sum(axis=0)
         averages = np.array([_quantised(int(total), count) for total in totals.tolist()])
         return Among(texts, count, averages, terms, counted)
 
