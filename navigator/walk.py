@@ -232,7 +232,7 @@ def _top(catalog: Catalog, holdings: list[_Holding]) -> list[dict[str, Any]]:
         {
             "address": f"*/{role}",
             "kind": "node seat",
-            "module": held[0].module,
+            "module": min(held, key=lambda h: h.holder).module,  # as ``_node_seat`` names it
             "holderCount": len(held),
             "tools": max(len(h.tools) for h in held),
         }

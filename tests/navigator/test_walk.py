@@ -171,3 +171,31 @@ async def test_a_seat_moved_before_its_old_machine_is_read_again_is_listed_once(
         walk_module.walk(view, admin, parse_walk_address("web1"))
     assert {t.address for t in view.tools()} == {"mesh/backup/run"}
     registry.dispose()
+
+
+async def test_the_top_names_a_node_seats_module_whatever_the_order_of_registration(
+    tmp_path: Path,
+) -> None:
+    """A node seat whose machines run it under different modules was listed at the top with the
+    module of whichever machine this view happened to read first: a navigator that saw the
+    registrations one by one and one that loaded the mesh whole answered differently, and the
+    top disagreed with ``seats */node``. Both take the first holder by name."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    migrate(url)
+    registry = Registry(url)
+    live = Catalog(registry)
+    await live.load()
+    for machine, module in (("db2", "custom"), ("db1", "node")):
+        with registry.transaction() as session:
+            CatalogStore(session).put_assignment(
+                machine, "node", module=module, kind="node_seat", tools=tools("status")
+            )
+        await live.catch_up()
+    loaded = Catalog(registry)
+    await loaded.load()
+    admin = _permissions([("alice", "*", "allow", ())])
+    tops = [walk_module.walk(view, admin, None) for view in (live, loaded)]
+    assert tops[0] == tops[1]
+    seat = walk_module.walk(live, admin, parse_walk_address("*/node"))
+    assert [e["module"] for e in tops[0]["entries"] if e["kind"] == "node seat"] == [seat["module"]]
+    registry.dispose()
