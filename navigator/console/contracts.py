@@ -17,6 +17,7 @@ from navigator.console.layout import (
     join,
     machine_href,
     status_badge,
+    truncated_note,
 )
 from navigator.console.tables import Cell, breadcrumb, count_cell, facts, table
 from navigator.console.viewpoint import TOOLS_PAGE, AssignmentView, ToolView
@@ -133,6 +134,8 @@ def assignment_page(view: AssignmentView) -> Page:
         tools = _pager(view) + join(_tool_section(t) for t in view.tools) + _pager(view)
     else:
         tools = empty_state("No tools to show", NO_GRANTS)
+    if view.truncated:
+        tools = truncated_note("tool", f"meshnav mesh {holding.address}") + tools
     main = Markup("{}<h1><code>{}</code></h1>{}<h2>Tools</h2>{}").format(
         breadcrumb(*trail), holding.address, summary, tools
     )

@@ -30,6 +30,7 @@ __all__ = [
     "machine_href",
     "sign_in_document",
     "status_badge",
+    "truncated_note",
 ]
 
 NO_GRANTS = Markup(
@@ -75,6 +76,15 @@ def empty_state(title: str, text: Markup | str) -> Markup:
     return Markup('<div class="empty"><p class="empty-title">{}</p><p>{}</p></div>').format(
         title, text
     )
+
+
+def truncated_note(what: str, command: str) -> Markup:
+    """Says that a listing was longer than the console reads (``viewpoint.MAX_LISTING_PAGES``),
+    so that what is shown, and its counts, are not taken for all there is."""
+    return Markup(
+        '<p class="notice" role="note">This listing is longer than the console reads: not every '
+        "{} is shown, and the counts are of those shown. <code>{}</code> lists them all.</p>"
+    ).format(what, command)
 
 
 def error_page(error: NavigatorError) -> Page:

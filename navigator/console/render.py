@@ -18,6 +18,7 @@ from navigator.console.layout import (
     join,
     machine_href,
     status_badge,
+    truncated_note,
 )
 from navigator.console.tables import Cell, breadcrumb, count_cell, facts, table
 from navigator.console.viewpoint import Holding, MachineView, MeshView
@@ -93,6 +94,8 @@ def mesh_page(view: MeshView) -> Page:
         )
     else:
         parts.append(empty_state("No tools to show", NO_GRANTS))
+    if view.truncated:
+        parts.append(truncated_note("machine or assignment", "meshnav mesh"))
     if view.seats:
         parts.append(
             Markup(
@@ -144,6 +147,8 @@ def machine_page(machine: MachineView) -> Page:
     )
     if not machine.tools:
         body = empty_state("No tools to show", NO_GRANTS) + body
+    if machine.truncated:
+        body = truncated_note("assignment", f"meshnav mesh {machine.name}") + body
     main = Markup("{}<h1>Machine <code>{}</code></h1>{}<h2>Assignments</h2>{}").format(
         breadcrumb(("Mesh", "/"), (machine.name, None)), machine.name, summary, body
     )

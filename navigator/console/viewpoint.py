@@ -66,6 +66,8 @@ class MachineView:
     holdings: tuple[Holding, ...]
     advertise: str | None = None
     last_heartbeat: str | None = None
+    #: A listing was longer than the console reads (``MAX_LISTING_PAGES``): not all is shown.
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,8 @@ class MeshView:
     node_seats: tuple[NodeSeatView, ...]
     #: Drawn from the operators' view (every machine, retired ones included).
     operator: bool
+    #: A listing was longer than the console reads (``MAX_LISTING_PAGES``): not all is shown.
+    truncated: bool = False
 
     @property
     def tools(self) -> int:
@@ -107,6 +111,8 @@ class AssignmentView:
     tools: tuple[ToolView, ...]
     total: int
     offset: int
+    #: The tools listing was longer than the console reads: ``total`` counts what was read.
+    truncated: bool = False
 
 
 class Viewpoint:
@@ -119,8 +125,9 @@ class Viewpoint:
         self.operator = ADMIN_SCOPE in caller.scopes
 
     async def _listing(self, address: str | None) -> dict[str, Any] | None:
-        """The whole ``seats`` listing at ``address``, every page; ``None`` when nothing there
-        is the viewer's to call."""
+        """The ``seats`` listing at ``address``, up to ``MAX_LISTING_PAGES`` pages, with
+        ``truncated`` true when more remained; ``None`` when nothing there is the viewer's to
+        call."""
         for attempt in range(LISTING_ATTEMPTS):
             try:
                 first = await self.navigator.seats(self.caller, address, None)
@@ -132,7 +139,7 @@ class Viewpoint:
                     page = await self.navigator.seats(self.caller, address, cursor)
                     entries.extend(page["entries"])
                     cursor = page.get("nextCursor")
-                return {**first, "entries": entries}
+                return {**first, "entries": entries, "truncated": cursor is not None}
             except UnknownTool:
                 return None
             except (InvalidCursor, ToolGrantsChanged):
@@ -140,16 +147,22 @@ class Viewpoint:
                     raise
         return None
 
-    async def _counts(self, address: str | None) -> dict[str, dict[str, Any]]:
+    async def _counts(self, address: str | None) -> tuple[dict[str, dict[str, Any]], bool]:
+        """The listing's entries by address, and whether the listing was cut."""
         listing = await self._listing(address)
-        return {} if listing is None else {e["address"]: e for e in listing["entries"]}
+        if listing is None:
+            return {}, False
+        return {e["address"]: e for e in listing["entries"]}, listing["truncated"]
 
     # --- the mesh --------------------------------------------------------------------------
 
     async def mesh(self) -> MeshView:
-        top = await self._counts(None)
+        top, truncated = await self._counts(None)
         machines = {a: e for a, e in top.items() if e["kind"] == "machine"}
-        held = {name: await self._counts(name) for name in machines}
+        held: dict[str, dict[str, dict[str, Any]]] = {}
+        for name in machines:
+            held[name], cut = await self._counts(name)
+            truncated = truncated or cut
         if not self.operator:
             return MeshView(
                 seats=tuple(_holding(e) for e in top.values() if e["kind"] == "seat"),
@@ -164,6 +177,7 @@ class Viewpoint:
                 ),
                 node_seats=tuple(_node_seat(e) for e in top.values() if e["kind"] == "node seat"),
                 operator=False,
+                truncated=truncated,
             )
         view = mesh_view(self.catalog)
         counts = {a: e for listing in held.values() for a, e in listing.items()}
@@ -187,6 +201,7 @@ class Viewpoint:
                 for n in view["nodeSeats"]
             ),
             operator=True,
+            truncated=truncated,
         )
 
     # --- a machine -------------------------------------------------------------------------
@@ -204,15 +219,19 @@ class Viewpoint:
                 status=listing["status"],
                 tools=sum(e["tools"] for e in entries),
                 holdings=tuple(_holding(e, name) for e in entries),
+                truncated=listing["truncated"],
             )
         found = machine_view(self.catalog, name)
         if found is None:
             raise UnknownTool("No such machine.")
         counts = {} if listing is None else {e["address"]: e for e in listing["entries"]}
+        truncated = listing is not None and listing["truncated"]
         if any(a["kind"] == "seat" for a in found["assignments"]):
-            counts.update(await self._counts(MESH))
+            seats, cut = await self._counts(MESH)
+            counts.update(seats)
+            truncated = truncated or cut
         top = {name: {"tools": sum(e["tools"] for e in counts.values() if e["kind"] != "seat")}}
-        return _operator_machine(found, top, counts)
+        return _operator_machine(found, top, counts, truncated=truncated)
 
     # --- an assignment ---------------------------------------------------------------------
 
@@ -244,7 +263,8 @@ class Viewpoint:
             page = names.index(tool) // TOOLS_PAGE
         offset = max(0, min(page, max(0, len(entries) - 1) // TOOLS_PAGE)) * TOOLS_PAGE
         tools = [await self._tool(e) for e in entries[offset : offset + TOOLS_PAGE]]
-        return AssignmentView(holding, tuple(tools), len(entries), offset)
+        truncated = listing is not None and listing["truncated"]
+        return AssignmentView(holding, tuple(tools), len(entries), offset, truncated)
 
     async def _tool(self, entry: dict[str, Any]) -> ToolView:
         contract: dict[str, Any] | None = None
@@ -301,7 +321,11 @@ def _operator_holding(entry: dict[str, Any], counts: dict[str, dict[str, Any]]) 
 
 
 def _operator_machine(
-    machine: dict[str, Any], top: dict[str, dict[str, Any]], counts: dict[str, dict[str, Any]]
+    machine: dict[str, Any],
+    top: dict[str, dict[str, Any]],
+    counts: dict[str, dict[str, Any]],
+    *,
+    truncated: bool = False,
 ) -> MachineView:
     return MachineView(
         name=machine["name"],
@@ -310,4 +334,5 @@ def _operator_machine(
         holdings=tuple(_operator_holding(a, counts) for a in machine["assignments"]),
         advertise=machine["advertise"],
         last_heartbeat=machine["lastHeartbeat"],
+        truncated=truncated,
     )

@@ -21,7 +21,7 @@ from sqlalchemy import update
 from starlette.applications import Starlette
 
 from navigator.app import build_app
-from navigator.console import is_console_path
+from navigator.console import is_console_path, viewpoint
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.pages import CONSOLE_ROWS
 from navigator.console.render import GrantsListing, grants_page
@@ -394,6 +394,43 @@ async def test_the_grants_page_shows_the_first_rows_and_counts_the_rest(tmp_path
     rows = page.split('id="rows-h"')[1]
     assert rows.count("<tr") == CONSOLE_ROWS + 1  # and its header
     assert f"The first {CONSOLE_ROWS} of 602 grant rows" in rows
+
+
+async def test_a_listing_longer_than_the_console_reads_says_it_is_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console follows at most ``MAX_LISTING_PAGES`` pages of a ``seats`` listing: past
+    them, the mesh, a machine and an assignment were drawn as if that were all there is, with
+    the counts of what was read. Each page now says that it is cut, as the grants page does."""
+    monkeypatch.setattr(viewpoint, "MAX_LISTING_PAGES", 1)  # one page of 100 entries
+    many = [
+        {"name": f"tool_{i:03d}", "description": "A tool.", "inputSchema": {"type": "object"}}
+        for i in range(120)
+    ]
+    async with console_app(tmp_path) as console:
+        await console.register("db9", AssignmentSpec(role="big", module="big", tools=many))
+        for i in range(100):
+            await console.register(
+                f"m{i:03d}", AssignmentSpec(role="logs", module="logs", tools=[LIST_TOOL])
+            )
+            await console.register(
+                "db9", AssignmentSpec(role=f"r{i:03d}", module="logs", tools=[LIST_TOOL])
+            )
+        async with console.signed_in("alice") as client:
+            whole = main_of((await client.get("/console/assignments/db9/big")).text)
+            last = main_of((await client.get("/console/assignments/db9/big?page=2")).text)
+            machine = main_of((await client.get("/console/machines/db9")).text)
+            mesh = main_of((await client.get("/")).text)
+        await console.services.transact(
+            lambda s: AccessStore(s).grant("root", "*/*/*", effect="allow")
+        )
+        async with console.signed_in("root") as client:
+            operators = main_of((await client.get("/")).text)
+            operators_machine = main_of((await client.get("/console/machines/db9")).text)
+    assert "Tools 1 to 50 of 100" in whole  # what was read; the page must say there is more
+    assert "tool_119" not in last
+    for page in (whole, last, machine, mesh, operators, operators_machine):
+        assert "not every" in page and "meshnav mesh" in page, page[:400]
 
 
 def test_the_grants_page_says_which_principals_have_expired() -> None:
