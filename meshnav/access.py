@@ -11,6 +11,7 @@ from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
 from navigator.addresses import parse_pattern
 from navigator.api.access import (
+    GRANT_ID_MOST,
     GrantBody,
     PrincipalBody,
     RotateBody,
@@ -20,7 +21,13 @@ from navigator.api.access import (
     is_principal_name,
 )
 from navigator.bodies import Body, parse_body
-from navigator.errors import InvalidAddress, NavigatorError, error_body, from_registry
+from navigator.errors import (
+    InvalidAddress,
+    NavigatorError,
+    NotFound,
+    error_body,
+    from_registry,
+)
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, GrantRecord, Registry, RegistryError, ready_revision
 
@@ -142,6 +149,8 @@ class Access:
         if self.navigator_url:
             await self._api("DELETE", f"/grants/{grant_id}")
             return
+        if not 0 < grant_id <= GRANT_ID_MOST:  # as the API answers it: past the column, none
+            raise _command_error(NotFound("No such grant."))
         self._direct(lambda store: store.revoke_grant(grant_id))
 
     async def check(self, principal: str, address: str) -> dict[str, Any]:

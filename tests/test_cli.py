@@ -194,6 +194,19 @@ def test_the_registry_directly_takes_no_scope_outside_the_grammar(invoke: Any) -
     assert invoke("grant", "list", "--json") == []
 
 
+@pytest.mark.parametrize("grant_id", ["9223372036854775808", "99999999999999999999", "2147483648"])
+def test_a_grant_id_past_the_column_is_not_found_on_the_registry_directly(
+    invoke: Any, grant_id: str
+) -> None:
+    """The admin API answers ``not_found`` for a grant id past the registry's integer column
+    (ADR 0013); with no navigator, SQLite's driver raised ``OverflowError``: a traceback."""
+    assert _one_line(invoke("grant", "revoke", grant_id, code=1)) == (
+        "meshnav: not_found: No such grant.\n"
+    )
+    body = json.loads(invoke("grant", "revoke", grant_id, "--json", code=1).stderr)
+    assert (body["error"], body["status"]) == ("not_found", 404)
+
+
 def test_a_bad_address_to_grant_check_is_one_line(invoke: Any) -> None:
     invoke("principal", "add", "alice")
     for address in ("BAD", "db1/sqlite", "db1/*/*"):

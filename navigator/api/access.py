@@ -18,6 +18,7 @@ from navigator.limits import LIMITS
 from registry import AccessStore
 
 __all__ = [
+    "GRANT_ID_MOST",
     "SCOPE_PATTERN",
     "GrantBody",
     "PrincipalBody",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 _PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
+#: The largest id a grant can have: the registry's integer column on PostgreSQL.
+GRANT_ID_MOST = 2**31 - 1
 
 #: A scope, as a principal holds it and a grant row or a module names it: an OAuth 2.0 scope
 #: token (RFC 6749 §3.3: printable ASCII but space, ``"`` and ``\``), 1 to 256 — ``mesh:admin``,

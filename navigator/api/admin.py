@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from navigator.addresses import MESH, is_machine_name, is_name, parse_address, parse_pattern
 from navigator.api.access import (
+    GRANT_ID_MOST,
     GrantBody,
     PrincipalBody,
     RotateBody,
@@ -42,8 +43,6 @@ __all__ = [
 ]
 
 NAME = Field(min_length=1, max_length=63)
-#: The largest id a grant can have: the registry's integer column on PostgreSQL.
-GRANT_ID_MOST = 2**31 - 1
 
 
 class MachineBody(Body):
