@@ -21,6 +21,8 @@ __all__ = [
     "GRANT_ID_MOST",
     "SCOPE_PATTERN",
     "GrantBody",
+    "HttpUrl",
+    "ModuleName",
     "PrincipalBody",
     "RotateBody",
     "Scope",
@@ -49,6 +51,14 @@ def _printable(text: str) -> str:
         raise ValueError("holds a control character")
     return text
 
+
+#: A URL a body stores (a machine's advertised URL, an endpoint), and a module's name: printable
+#: text, as every text a body stores (PostgreSQL refuses a NUL, which the registry reported as an
+#: outage).
+HttpUrl = Annotated[
+    str, StringConstraints(max_length=2048, pattern=r"^https?://"), AfterValidator(_printable)
+]
+ModuleName = Annotated[str, StringConstraints(max_length=128), AfterValidator(_printable)]
 
 #: A grant's principal: a principal's name, ``*``, or a JWT subject (``auth0|123``) — any
 #: printable text.

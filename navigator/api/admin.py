@@ -16,6 +16,8 @@ from navigator.addresses import MESH, is_machine_name, is_name, parse_address, p
 from navigator.api.access import (
     GRANT_ID_MOST,
     GrantBody,
+    HttpUrl,
+    ModuleName,
     PrincipalBody,
     RotateBody,
     Scope,
@@ -47,14 +49,14 @@ NAME = Field(min_length=1, max_length=63)
 
 class MachineBody(Body):
     name: str = NAME
-    advertise: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    advertise: HttpUrl | None = None
 
 
 class AssignmentRegistration(Body):
     machine: str = NAME
     role: str = NAME
-    module: str | None = Field(default=None, max_length=128)
-    endpoint: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    module: ModuleName | None = None
+    endpoint: HttpUrl | None = None
     tools: list[dict[str, Any]] | None = Field(default=None, max_length=4096)
     scopes: list[Scope] = Field(default_factory=list, max_length=64)
     seat: str | None = Field(default=None, max_length=63)

@@ -10,7 +10,7 @@ from pydantic import Field
 from starlette.requests import Request
 
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
-from navigator.api.access import Scope
+from navigator.api.access import HttpUrl, ModuleName, Scope
 from navigator.api.base import read_body, require_scope
 from navigator.bodies import Body
 from navigator.errors import InvalidArguments
@@ -23,7 +23,7 @@ __all__ = ["heartbeat", "register_node", "update_assignment"]
 
 class AssignmentBody(Body):
     role: str = Field(max_length=63)
-    module: str = Field(max_length=128)
+    module: ModuleName
     kind: Literal["assignment", "node_seat"] = "assignment"
     seat: str | None = Field(default=None, max_length=63)
     scopes: list[Scope] = Field(default_factory=list, max_length=64)
@@ -32,7 +32,7 @@ class AssignmentBody(Body):
 
 class NodeRegistration(Body):
     machine: str = Field(max_length=63)
-    advertise: str = Field(max_length=2048, pattern=r"^https?://")
+    advertise: HttpUrl
     heartbeat_s: float = Field(alias="heartbeatS", ge=MIN_HEARTBEAT_S, le=MAX_HEARTBEAT_S)
     assignments: list[AssignmentBody] = Field(max_length=256)
 
@@ -74,7 +74,7 @@ async def register_node(request: Request) -> dict[str, Any]:
 
 
 class AssignmentUpdate(Body):
-    advertise: str = Field(max_length=2048, pattern=r"^https?://")
+    advertise: HttpUrl
     assignment: AssignmentBody
 
 

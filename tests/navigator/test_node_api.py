@@ -318,3 +318,70 @@ async def test_a_control_character_in_a_name_is_refused_at_the_door(tmp_path: Pa
         assert "x\\u0000y" not in answer.text and "x%00y" not in answer.text  # never echoed
     assert taken.status_code == 200
     assert [grant.principal for grant in grants] == ["auth0|123"]
+
+
+async def test_a_control_character_in_a_url_or_module_is_refused_at_the_door(
+    tmp_path: Path,
+) -> None:
+    """A NUL in a machine's advertised URL, an assignment's module or its endpoint was taken
+    with 200 on SQLite and answered 503 ``registry_unavailable`` on PostgreSQL, whose text
+    columns refuse it: an outage, for bad input, and the backends disagreeing (ADR 0013). Every
+    body refuses it as ``invalid_arguments``, naming where and never what."""
+    node = registration("db1", "http://10.0.0.1:7801")
+    update = {"advertise": "http://10.0.0.1:7801", "assignment": node["assignments"][0]}
+    bodies = [
+        (
+            "/api/v1/machines",
+            "root",
+            {"name": "web9", "advertise": "http://x\u0000y"},
+            "/advertise",
+        ),
+        (
+            "/api/v1/assignments",
+            "root",
+            {"machine": "web9", "role": "logs", "module": "m\u0000x", "tools": []},
+            "/module",
+        ),
+        (
+            "/api/v1/assignments",
+            "root",
+            {"machine": "web9", "role": "logs", "endpoint": "http://x/\u0000", "tools": []},
+            "/endpoint",
+        ),
+        (
+            "/api/v1/nodes/register",
+            "node-a",
+            {**node, "advertise": "http://10.0.0.1:7801/\u0000"},
+            "/advertise",
+        ),
+        (
+            "/api/v1/nodes/register",
+            "node-a",
+            {**node, "assignments": [{**node["assignments"][0], "module": "sq\u0000lite"}]},
+            "/assignments/0/module",
+        ),
+    ]
+    async with navigator(tmp_path) as (client, tokens, services):
+        await register_db1(client, tokens)
+        answers = [
+            (await client.post(path, json=body, headers=bearer(tokens[who])), pointer)
+            for path, who, body, pointer in bodies
+        ]
+        answers.append(
+            (
+                await client.put(
+                    "/api/v1/nodes/db1/assignments/notes",
+                    json={**update, "advertise": "http://10.0.0.1:7801\u0000"},
+                    headers=bearer(tokens["node-a"]),
+                ),
+                "/advertise",
+            )
+        )
+        machines = await services.transact(lambda session: CatalogStore(session).machines())
+    for answer, pointer in answers:
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "invalid_arguments"
+        assert answer.json()["pointer"] == pointer
+        assert "\\u0000" not in answer.text
+    assert [m.name for m in machines] == ["db1"]
+    assert machines[0].advertise_url == "http://10.0.0.1:7801"
