@@ -120,7 +120,7 @@ DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
 def run(work: Awaitable[T], as_json: bool = False) -> T:
     """Run a command's work; a ``CommandError`` is one line on stderr and exit status 1: with
     ``as_json``, the navigator's §9 error body as JSON when it answered one (a confirm token is
-    then a field to read, not a line to scrape)."""
+    then a field to read, not a line to scrape), or a node's own error answer."""
     try:
         return asyncio.run(work)  # type: ignore[arg-type]
     except CommandError as error:

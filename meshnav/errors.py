@@ -12,7 +12,8 @@ CREDENTIAL_FLAG = "a token (--token or MESHNAV_TOKEN)"
 
 class CommandError(Exception):
     """A one-line message for the user; the command exits non-zero. ``body`` is the §9 error
-    body the navigator answered, when there is one: with ``--json`` it is what is printed."""
+    body the navigator answered, or a node's own error answer as it was passed through, when
+    there is one: with ``--json`` it is what is printed."""
 
     def __init__(self, message: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(message)

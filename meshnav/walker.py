@@ -64,8 +64,10 @@ async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]
     if result.is_error:
         if isinstance(structured, dict) and "error" in structured:
             raise CommandError(error_line(structured), structured)
-        text = " ".join(getattr(block, "text", "") for block in result.content)
-        raise CommandError(f"the tool answered with an error: {text[:500]}")
+        # a node's own error: one line however its text runs, and with --json its answer whole
+        text = " ".join(" ".join(getattr(block, "text", "").split()) for block in result.content)
+        answer = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        raise CommandError(f"the tool answered with an error: {text[:500]}", answer)
     if tool == "call":
         return result.model_dump(by_alias=True, exclude_none=True, mode="json")
     return structured

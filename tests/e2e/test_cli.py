@@ -16,6 +16,8 @@ import pytest
 
 from tests.harness import MeshHarness
 
+ECHO_SERVER = Path(__file__).resolve().parents[1] / "mesh" / "fixtures" / "echo_server.py"
+
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
 
@@ -223,6 +225,35 @@ def test_with_json_a_confirmation_is_a_body_to_read(mesh: MeshHarness) -> None:
         body["confirm"], "--json",
     )  # fmt: skip
     assert json.loads(done.stdout)
+
+
+def test_a_nodes_own_error_is_one_line_and_with_json_its_answer(mesh: MeshHarness) -> None:
+    """A node's own error (``isError`` passed through, no §9 body) was printed as its text: a
+    server's message over several lines was several lines on stderr, and with ``--json`` it was
+    prose where a script reads JSON, as it does for every other error."""
+    token: str = mesh.agent_token  # type: ignore[attr-defined]
+    if "clierr" not in mesh.nodes:
+        mesh.start_node("clierr", [f"stdio:echoer={sys.executable} {ECHO_SERVER}"])
+    arguments = json.dumps({"message": "first line\nsecond line"})
+
+    def failed(*flags: str) -> subprocess.CompletedProcess[str]:
+        call = ("call", "clierr/echoer/fail", "--args", arguments)
+        asked = meshnav(mesh, token, *call, "--json", code=1)
+        confirm = json.loads(asked.stderr)["confirm"]
+        return meshnav(mesh, token, *call, "--confirm", confirm, *flags, code=1)
+
+    plain = failed()
+    assert plain.stdout == ""
+    assert plain.stderr.count("\n") == 1
+    assert plain.stderr.startswith("meshnav: the tool answered with an error: ")
+    assert "first line second line" in plain.stderr
+    answered = json.loads(failed("--json").stderr)
+    assert answered["isError"] is True
+    assert "first line\nsecond line" in answered["content"][0]["text"]
+    node = meshnav(mesh, token, "call", "db1/sqlite/query", "--args",
+                   '{"database": "inventory", "sql": "SELECT nothing FROM nowhere"}',
+                   "--json", code=1)  # fmt: skip
+    assert json.loads(node.stderr)["isError"] is True
 
 
 def test_the_admin_api_answers_unknown_paths_and_methods_with_the_error_body(
