@@ -101,7 +101,6 @@ class NodeAgent:
     def _assignment_body(
         self, assignment: Assignment, tools: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        self._pushed[assignment.role] = digest(tools)
         body: dict[str, Any] = {
             "role": assignment.role,
             "module": assignment.spec.module,
@@ -113,17 +112,16 @@ class NodeAgent:
         return body
 
     async def register(self) -> None:
+        listed = [
+            (assignment, tools)
+            for assignment, tools in zip(self.assignments, await self._every_list(), strict=True)
+            if tools is not None
+        ]
         body = {
             "machine": self.settings.name,
             "advertise": self.settings.advertise_url,
             "heartbeatS": self.settings.heartbeat_s,
-            "assignments": [
-                self._assignment_body(assignment, tools)
-                for assignment, tools in zip(
-                    self.assignments, await self._every_list(), strict=True
-                )
-                if tools is not None
-            ],
+            "assignments": [self._assignment_body(a, tools) for a, tools in listed],
         }
         try:
             response = await self.http.post("/nodes/register", json=body)
@@ -137,6 +135,8 @@ class NodeAgent:
         if response.status_code != 200:
             raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
         answer = response.json()
+        for assignment, tools in listed:  # pushed once the navigator took them, not before
+            self._pushed[assignment.role] = digest(tools)
         if self.registered_at is None:  # a later registration keeps this process's memory
             self.registered_at = float(answer["registeredAt"])
         self.key = base64.b64decode(answer["key"])
@@ -172,7 +172,8 @@ class NodeAgent:
             logger.warning("heartbeat refused (%s)", _code(response))
 
     async def push_changes(self) -> None:
-        """Push an assignment again when its tool list changed."""
+        """Push an assignment again when its tool list changed; a push the navigator did not
+        take (refused, or not reached) is tried again at the next interval."""
         for assignment in self.assignments:
             tools = await self._tools(assignment)
             if tools is None or digest(tools) == self._pushed.get(assignment.role):
@@ -187,6 +188,7 @@ class NodeAgent:
             if response.status_code != 200:
                 logger.warning("tool list push refused (%s)", _code(response))
             else:
+                self._pushed[assignment.role] = digest(tools)
                 logger.info("pushed the changed tool list of %s", assignment.role)
 
     async def run(self) -> None:

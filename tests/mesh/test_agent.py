@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -88,3 +89,51 @@ def test_a_node_keeps_its_token_from_its_modules_processes() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert answer.stdout.split() == ["True", "0"]
+
+
+async def test_a_tool_list_push_that_failed_is_pushed_again() -> None:
+    """The changed list was recorded as pushed before the navigator took it: one push that
+    failed (the navigator away a moment, or answering 503) and the change never reached the
+    mesh, while the heartbeats, answered 200, gave the node no cause to register again."""
+    pushes: list[int] = []
+
+    async def register(request: Request) -> JSONResponse:
+        await request.json()
+        key = base64.b64encode(b"k" * 32).decode()
+        return JSONResponse({"key": key, "registeredAt": 1.0, "registered": [], "refused": []})
+
+    async def put(request: Request) -> JSONResponse:
+        await request.json()
+        status = 503 if not pushes else 200
+        pushes.append(status)
+        if status != 200:
+            return JSONResponse({"error": "registry_unavailable", "status": 503}, 503)
+        return JSONResponse({"registered": [], "refused": []})
+
+    app = Starlette(
+        routes=[
+            Route("/api/v1/nodes/register", register, methods=["POST"]),
+            Route("/api/v1/nodes/n1/assignments/{role}", put, methods=["PUT"]),
+        ]
+    )
+    server = FastMCP("changing")
+
+    @server.tool
+    def first() -> str:
+        return "1"
+
+    async with serving(app) as port:
+        settings = NodeSettings(name="n1", navigator_url=f"http://127.0.0.1:{port}", token="t")
+        agent = NodeAgent(settings, [Assignment(parse_module_spec("node"), server)])
+        try:
+            await agent.register()
+
+            @server.tool
+            def second() -> str:
+                return "2"
+
+            await agent.push_changes()  # refused: the navigator cannot take it now
+            await agent.push_changes()  # the change is still to be pushed
+        finally:
+            await agent.http.aclose()
+    assert pushes == [503, 200]
