@@ -202,7 +202,10 @@ class Registrar:
                     AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 
         await anyio.to_thread.run_sync(write)
-        if spec.endpoint:
+        # An operator's registration may point the role at another server: its client goes. A
+        # node's pushed tool list changes no server (a restarted node registers first), and
+        # closing the client failed every call in flight to that assignment.
+        if spec.endpoint and not by_node:
             await self.connections.forget(spec.endpoint)
         await self._changed()
         return result

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
 from navigator.registrar import NOT_JSON, AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
@@ -83,3 +85,37 @@ async def test_a_tool_whose_annotations_are_not_an_object_is_refused(tmp_path: P
         {"name": name, "reason": "annotations is not an object"} for name in odd
     ]
     assert titles == {"none": "none", "hinted": "Hinted"}  # no title: the name
+
+
+async def test_a_nodes_changed_tool_list_leaves_its_calls_in_flight_alone(tmp_path: Path) -> None:
+    """A node pushing a changed tool list (a database file appeared, a wrapped server changed
+    its tools) closed the navigator's client to that endpoint, and with it every call in flight
+    there: a healthy node's long call answered node_unavailable. The node did not restart; its
+    endpoint and the client's connections to it are as good as before."""
+    from tests.navigator.test_nodes import _serving
+
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services), _serving() as url:
+
+        def spec(*names: str) -> AssignmentSpec:
+            tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
+            return AssignmentSpec(role="work", module="stdio", tools=tools, endpoint=url)
+
+        await services.registrar.put_assignment("m1", spec("sleep"), by_node=True)
+        outcome: list[str] = []
+
+        async def long_call() -> None:
+            try:
+                result = await services.connections.call(
+                    url, "sleep", {"seconds": 1.5}, token=None, deadline_s=30
+                )
+                content = result.content[0]
+                outcome.append(getattr(content, "text", ""))
+            except Exception as error:  # the outcome is what is compared
+                outcome.append(type(error).__name__)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(long_call)
+            await anyio.sleep(0.5)
+            await services.registrar.put_assignment("m1", spec("sleep", "echo"), by_node=True)
+    assert outcome == ["slept"]
