@@ -21,7 +21,15 @@ from navigator.addresses import is_machine_name, is_name, is_tool_name
 from navigator.catalog import Catalog
 from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
 from navigator.nodes import NodeConnections
-from registry import AccessStore, CatalogStore, Conflict, NewTool, Registry, SeatTaken
+from registry import (
+    AccessStore,
+    CatalogStore,
+    Conflict,
+    NewTool,
+    NotFound,
+    Registry,
+    SeatTaken,
+)
 
 __all__ = ["AssignmentSpec", "Registrar", "RegistrationResult", "is_node_endpoint"]
 
@@ -148,6 +156,10 @@ class Registrar:
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
                 store = CatalogStore(session)
+                try:  # the node's own assignments may sit under the address it had before
+                    before = store.machine(machine).advertise_url
+                except NotFound:
+                    before = None
                 key = store.register_node(
                     machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s
                 )
@@ -163,7 +175,10 @@ class Registrar:
                     if (
                         existing.role not in served
                         and not existing.retired
-                        and is_node_endpoint(existing.endpoint, advertise_url)
+                        and (
+                            is_node_endpoint(existing.endpoint, advertise_url)
+                            or is_node_endpoint(existing.endpoint, before)
+                        )
                     ):
                         store.retire_assignment(machine, existing.role)
                 return key

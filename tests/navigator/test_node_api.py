@@ -385,3 +385,31 @@ async def test_a_control_character_in_a_url_or_module_is_refused_at_the_door(
         assert "\\u0000" not in answer.text
     assert [m.name for m in machines] == ["db1"]
     assert machines[0].advertise_url == "http://10.0.0.1:7801"
+
+
+async def test_a_node_that_moved_retires_the_modules_it_no_longer_serves(tmp_path: Path) -> None:
+    """Registration retires the assignments a node no longer lists, told apart from an
+    operator's by their endpoint under the node's advertise URL — its new one only. A node
+    restarted on another address (a new port, a new IP) without one of its modules left that
+    module live at its old endpoint: listed, answering (its machine heartbeats), and every call
+    node_unavailable. An operator's assignment on the machine stays."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        await register_db1(client, tokens)  # notes, at http://10.0.0.1:7801
+        operator = await client.post(
+            "/api/v1/assignments",
+            json={"machine": "db1", "role": "metrics", "tools": [TOOL]},
+            headers=bearer(tokens["root"]),
+        )
+        assert operator.status_code == 200, operator.text
+        body = registration("db1", "http://10.0.0.9:7802")
+        body["assignments"] = [{"role": "files", "module": "sqlite", "tools": [TOOL]}]
+        moved = await client.post(
+            "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-a"])
+        )
+        assert moved.status_code == 200, moved.text
+        live = await services.transact(
+            lambda session: sorted(
+                a.role for a in CatalogStore(session).assignments(machine="db1") if not a.retired
+            )
+        )
+    assert live == ["files", "metrics"]
