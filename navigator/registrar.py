@@ -40,6 +40,10 @@ MAX_TOOLS_PER_ASSIGNMENT = 4096
 #: Why a tool whose definition JSON cannot carry exactly is refused: its digest (RFC 8785) has no
 #: value for it, the registry and the answers no text.
 NOT_JSON = "definition holds NaN, an infinity, a lone surrogate or an integer past 2^53"
+#: How deep a tool's definition may nest (objects and arrays, the definition itself the first):
+#: every answer that carries it must be written, and an answer's writer stops at 255 levels.
+MAX_DEFINITION_DEPTH = 128
+TOO_DEEP = f"definition nests deeper than {MAX_DEFINITION_DEPTH} levels"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,9 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
             result.refused.append({"name": name, "reason": "annotations is not an object"})
             continue
         definition = {k: v for k, v in tool.items() if k != "_meta"}
+        if _depth(definition) > MAX_DEFINITION_DEPTH:
+            result.refused.append({"name": name, "reason": TOO_DEEP})
+            continue
         digest = _digest(definition)
         if digest is None:
             result.refused.append({"name": name, "reason": NOT_JSON})
@@ -104,6 +111,18 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
         tools.append(NewTool(name=name, definition=definition, contract_digest=digest))
         result.registered.append(f"{prefix}/{name}")
     return tools
+
+
+def _depth(value: Any) -> int:
+    """How many levels of objects and arrays ``value`` nests, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, Mapping | list):
+            deepest = max(deepest, level)
+            members = value.values() if isinstance(value, Mapping) else value
+            stack.extend((member, level + 1) for member in members)
+    return deepest
 
 
 def _digest(definition: Mapping[str, Any]) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 
-from navigator.registrar import NOT_JSON, AssignmentSpec
+from navigator.registrar import MAX_DEFINITION_DEPTH, NOT_JSON, TOO_DEEP, AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
@@ -119,3 +119,39 @@ async def test_a_nodes_changed_tool_list_leaves_its_calls_in_flight_alone(tmp_pa
             await anyio.sleep(0.5)
             await services.registrar.put_assignment("m1", spec("sleep", "echo"), by_node=True)
     assert outcome == ["slept"]
+
+
+async def test_a_tool_nested_past_the_bound_is_refused_and_the_rest_registered(
+    tmp_path: Path,
+) -> None:
+    """A review: a definition nested some 250 levels deep or more was registered, and then every
+    answer carrying it — ``describe``, ``search`` with ``schemas`` — failed as internal_error
+    (the answer's serialiser stops at 255 levels). A definition may nest 128 levels; one deeper
+    is refused alone, its reason naming the bound."""
+    deep: dict[str, object] = {"type": "object"}
+    for _ in range(MAX_DEFINITION_DEPTH):
+        deep = {"type": "object", "properties": {"x": deep}}
+    fits: dict[str, object] = {"type": "object"}
+    for _ in range((MAX_DEFINITION_DEPTH - 2) // 2 - 1):
+        fits = {"type": "object", "properties": {"x": fits}}
+    tools = [
+        {"name": "deep", "inputSchema": deep},
+        {"name": "fits", "inputSchema": fits},
+        {"name": "listed", "inputSchema": {"type": "object"}, "x-list": _nested_list(128)},
+        *TOOLS,
+    ]
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        spec = AssignmentSpec(role="books", module="books", tools=tools)
+        result = await services.registrar.put_assignment("m1", spec)
+        live = sorted(tool.address for tool in services.catalog.tools())
+    assert result.registered == ["m1/books/fits", "m1/books/lookup"]
+    assert result.refused == [{"name": name, "reason": TOO_DEEP} for name in ("deep", "listed")]
+    assert live == ["m1/books/fits", "m1/books/lookup"]
+
+
+def _nested_list(levels: int) -> list[object]:
+    nested: list[object] = []
+    for _ in range(levels):
+        nested = [nested]
+    return nested

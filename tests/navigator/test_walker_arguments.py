@@ -17,7 +17,7 @@ from fastmcp import Client
 from navigator.app import build_app
 from navigator.errors import ToolValidationUnavailable
 from navigator.limits import LIMITS
-from navigator.registrar import AssignmentSpec
+from navigator.registrar import MAX_DEFINITION_DEPTH, AssignmentSpec
 from navigator.server import build_mcp
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
@@ -462,3 +462,20 @@ async def test_a_stored_tool_whose_annotations_are_a_list_is_searched_and_descri
     assert found["results"][0]["address"] == "web2/logs/rotate_everything"
     assert described["title"] == "rotate_everything"  # no title of its own: the name
     assert described["description"] == "Rotate every log there is."
+
+
+async def test_a_definition_as_deep_as_registration_takes_is_described_and_found(
+    tmp_path: Any,
+) -> None:
+    """The registrar refuses definitions nested past ``MAX_DEFINITION_DEPTH``; one at the bound
+    fits in every answer that carries it (the answer's serialiser stops at 255 levels)."""
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range((MAX_DEFINITION_DEPTH - 2) // 2 - 1):
+        deep = {"type": "object", "properties": {"x": deep}}
+    async with mesh_at(tmp_path) as mesh:
+        await mesh.register("db1", "deep", [{"name": "nest", "inputSchema": deep}])
+        async with mesh.client() as client:
+            described = await _call(client, "describe", {"address": "db1/deep/nest"})
+            found = await _call(client, "search", {"query": "nest", "schemas": True})
+    assert described["inputSchema"] == deep
+    assert [hit["inputSchema"] for hit in found["results"]] == [deep]
