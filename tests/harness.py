@@ -27,6 +27,8 @@ from registry import AccessStore, Registry, migrate
 __all__ = ["MeshHarness", "free_port", "mcp_client", "tool_result"]
 
 STARTUP_S = 60.0
+#: How long a process told to stop may take before it is killed.
+STOP_S = 10.0
 
 
 def free_port() -> int:
@@ -52,6 +54,18 @@ def free_ports(count: int) -> int:
                 continue
             return base
     raise RuntimeError(f"no {count} consecutive free ports below {low}")
+
+
+def stop(process: subprocess.Popen[bytes], *, kill: bool = False) -> None:
+    """End ``process`` (SIGTERM, or SIGKILL with ``kill``) and reap it; one that has not ended
+    in ``STOP_S`` (a loaded machine) is killed and reaped too, never left to warn at collection."""
+    if process.poll() is None:
+        process.kill() if kill else process.terminate()
+    try:
+        process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -155,8 +169,7 @@ class MeshHarness:
 
     def stop_navigator(self) -> None:
         if self.navigator is not None:
-            self.navigator.terminate()
-            self.navigator.wait(timeout=10)
+            stop(self.navigator)
             self.navigator = None
 
     def start_node(
@@ -231,9 +244,7 @@ class MeshHarness:
             return CatalogStore(session).assignments()
 
     def kill_node(self, name: str) -> None:
-        node = self.nodes[name]
-        node.process.kill()
-        node.process.wait(timeout=10)
+        stop(self.nodes[name].process, kill=True)
 
     def restart_node(self, name: str) -> NodeProcess:
         node = self.nodes[name]
@@ -244,14 +255,11 @@ class MeshHarness:
         return node
 
     def close(self) -> None:
-        for node in self.nodes.values():
+        for node in self.nodes.values():  # all told at once, then each awaited
             if node.process.poll() is None:
                 node.process.terminate()
         for node in self.nodes.values():
-            try:
-                node.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                node.process.kill()
+            stop(node.process)
         self.stop_navigator()
         self.registry.dispose()
 
@@ -310,7 +318,7 @@ def start_backend(*arguments: str) -> tuple[subprocess.Popen[bytes], int]:
             return process, port
         except httpx.HTTPError:
             time.sleep(0.05)
-    process.kill()
+    stop(process, kill=True)
     raise RuntimeError("the backend server did not start")
 
 

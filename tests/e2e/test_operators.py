@@ -12,7 +12,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from tests.harness import MeshHarness, mcp_client, start_backend, tool_result
+from tests.harness import MeshHarness, mcp_client, start_backend, stop, tool_result
 from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
@@ -26,8 +26,7 @@ def http_mcp_server() -> Iterator[str]:
     """Any MCP server already running on HTTP (here: a FastMCP one with an `echo` tool)."""
     process, port = start_backend()
     yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(timeout=10)
+    stop(process)
 
 
 def _admin(mesh: MeshHarness) -> dict[str, str]:

@@ -22,6 +22,7 @@ from tests.harness import (
     free_port,
     mcp_client,
     serving,
+    stop,
     tool_result,
 )
 
@@ -96,8 +97,7 @@ async def test_a_tls_node_is_called_by_a_navigator_that_trusts_its_ca(tmp_path: 
         assert untrusted["error"] == "node_unavailable"
     finally:
         if trusting is not None:
-            trusting.terminate()
-            trusting.wait(timeout=10)
+            stop(trusting)
         mesh.close()
 
 
