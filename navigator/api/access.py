@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
+import httpx
 from pydantic import AfterValidator, Field, StringConstraints
 
 from navigator.addresses import is_machine_name
@@ -52,11 +53,26 @@ def _printable(text: str) -> str:
     return text
 
 
+def _http_url(text: str) -> str:
+    """A URL the navigator can open: one that parses, with a host and a port in range (a
+    malformed one was stored, then answered as ``node_unavailable`` on every use)."""
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL:
+        raise ValueError("is not a URL") from None
+    if not url.host or not (url.port is None or 0 < url.port < 65536):
+        raise ValueError("has no host, or a port out of range")
+    return text
+
+
 #: A URL a body stores (a machine's advertised URL, an endpoint), and a module's name: printable
 #: text, as every text a body stores (PostgreSQL refuses a NUL, which the registry reported as an
-#: outage).
+#: outage); the URL one the navigator can open.
 HttpUrl = Annotated[
-    str, StringConstraints(max_length=2048, pattern=r"^https?://"), AfterValidator(_printable)
+    str,
+    StringConstraints(max_length=2048, pattern=r"^https?://"),
+    AfterValidator(_printable),
+    AfterValidator(_http_url),
 ]
 ModuleName = Annotated[str, StringConstraints(max_length=128), AfterValidator(_printable)]
 

@@ -413,3 +413,37 @@ async def test_a_node_that_moved_retires_the_modules_it_no_longer_serves(tmp_pat
             )
         )
     assert live == ["files", "metrics"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::1", "http://db1:99999/mcp", "http://db1:0/mcp", "http:///mcp", "http://db1:x/"],
+)
+async def test_a_url_the_navigator_cannot_open_is_refused_at_the_door(
+    tmp_path: Path, url: str
+) -> None:
+    """A review: an endpoint such as ``http://[::1`` was taken, then its tools' pull answered
+    ``node_unavailable`` (503) — an outage, for a typo; an advertised URL so malformed was stored
+    and failed every call. Both are ``invalid_arguments`` at the door, naming where, not what."""
+    node = registration("db1", url)
+    async with navigator(tmp_path) as (client, tokens, _services):
+        answers = [
+            await client.post(
+                "/api/v1/assignments",
+                json={"machine": "web9", "role": "logs", "endpoint": url, "tools": []},
+                headers=bearer(tokens["root"]),
+            ),
+            await client.post(
+                "/api/v1/machines",
+                json={"name": "web9", "advertise": url},
+                headers=bearer(tokens["root"]),
+            ),
+            await client.post(
+                "/api/v1/nodes/register", json=node, headers=bearer(tokens["node-a"])
+            ),
+        ]
+    for answer, pointer in zip(answers, ["/endpoint", "/advertise", "/advertise"], strict=True):
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "invalid_arguments"
+        assert answer.json()["pointer"] == pointer
+        assert url not in answer.text
