@@ -230,15 +230,21 @@ async def _post_call(
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         if response.status_code != 200:
             raise _NoAnswer()
-        if kind == "application/json":
-            message = json.loads(await _read_capped(response, _READ_LIMIT))
-        elif kind == "text/event-stream":
-            message = await _answer_from_events(response, request_id, progress, _READ_LIMIT)
-        else:
-            raise _NoAnswer()
+        try:
+            if kind == "application/json":
+                message = json.loads(await _read_capped(response, _READ_LIMIT))
+            elif kind == "text/event-stream":
+                message = await _answer_from_events(response, request_id, progress, _READ_LIMIT)
+            else:
+                raise _NoAnswer()
+        except ValueError:  # JSON that does not parse
+            raise _NoAnswer() from None
     if not isinstance(message, dict) or message.get("id") != request_id:
         raise _NoAnswer()
-    result = session._call_tool_adapter.validate_python(message.get("result"))
+    try:
+        result = session._call_tool_adapter.validate_python(message.get("result"))
+    except ValueError:  # pydantic's ValidationError: not a result
+        raise _NoAnswer() from None
     if not isinstance(result, CallToolResult | InputRequiredResult):
         raise _NoAnswer()
     return result
@@ -390,9 +396,10 @@ class NodeConnections:
     ) -> CallToolResult:
         """Call ``tool`` at ``endpoint`` within ``deadline_s``; never sent twice.
 
-        One call's timeout or oversized answer ends that call only: its request is abandoned and
-        the client, with the calls in flight on it, stays. A failed connection or session closes
-        the client the call used, so the next call opens a fresh one.
+        One call's timeout, oversized answer, or answer that is not a result (a proxy's 503, a
+        garbled body) ends that call only: its request is abandoned and the client, with the
+        calls in flight on it, stays. A failed connection or session closes the client the call
+        used, so the next call opens a fresh one.
         """
         with anyio.move_on_after(deadline_s) as scope:
             for attempt in (1, 2):
@@ -410,6 +417,9 @@ class NodeConnections:
                     )
                 except AnswerTooLarge:
                     raise NodeAnswerTooLarge() from None
+                except _NoAnswer:  # the node (or a proxy before it) answered: not with a result
+                    logger.info("node call failed: the answer is not a result")
+                    raise NodeUnavailable() from None
                 except (Exception, BaseExceptionGroup) as error:
                     if client is not None:
                         await self._close(endpoint, client)

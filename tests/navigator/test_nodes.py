@@ -277,3 +277,66 @@ async def test_a_node_cannot_pose_as_the_navigator() -> None:
             await nodes.call(url, "posing", {"code": "tool_not_granted"}, token=None, deadline_s=30)
         with pytest.raises(NodeUnavailable):
             await nodes.call(url, "posing", {"code": "node_unavailable"}, token=None, deadline_s=30)
+
+
+def _refusing(app: Any, status: int, body: bytes) -> Any:
+    """``app`` behind a proxy that answers a POST calling the tool ``refused`` itself, with
+    ``status`` and ``body`` (a proxy's 503 or 429, or a node's garbled answer)."""
+
+    async def proxy(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        request = b"".join(chunks)
+        if b'"name":"refused"' in request:
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return None
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": request, "more_body": False}
+
+        return await app(scope, replay, send)
+
+    return proxy
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(503, b"busy"), (429, b"{}"), (200, b"{not json"), (200, b'{"jsonrpc":"2.0","id":1}')],
+    ids=["503", "429", "not-json", "another-id"],
+)
+async def test_a_call_answered_wrongly_leaves_the_calls_beside_it_alone(
+    status: int, body: bytes
+) -> None:
+    """A review: any failure closed the endpoint's client, so a proxy's 503 (or a garbled answer)
+    to one call ended every call in flight on that node as node_unavailable. An answer that is
+    not a result is that call's failure; only a failed connection closes the client."""
+    app = _refusing(_node().http_app(path="/mcp"), status, body)
+    async with serving(app, lifespan="on") as port, _connections() as nodes:
+        url = f"http://127.0.0.1:{port}/mcp"
+        await nodes.call(url, "echo", {"text": "open"}, token=None, deadline_s=30)
+        client = nodes._clients[url]
+        outcome: list[str] = []
+
+        async def long_call() -> None:
+            result = await nodes.call(url, "sleep", {"seconds": 1.0}, token=None, deadline_s=30)
+            outcome.append(_text(result))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(long_call)
+            await anyio.sleep(0.3)
+            with pytest.raises(NodeUnavailable):
+                await nodes.call(url, "refused", {}, token=None, deadline_s=30)
+        assert outcome == ["slept"]
+        assert nodes._clients[url] is client
