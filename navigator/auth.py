@@ -9,8 +9,10 @@ body is the SPEC §9 JSON. Public paths (health, the console's static shell) car
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,7 +68,9 @@ class Authenticator:
         return Caller(holder.name, frozenset(holder.scopes), holder.grants)
 
     async def verify(self, token: str | None) -> Caller:
-        """Any accepted credential: a stored token, or a JWT when a verifier is configured."""
+        """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
+        caller can have it checked again (``Caller.renew``)."""
+        renew = functools.partial(self.verify, token)
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
             access = await self.jwt.verify_token(token)
             subject = None if access is None else (access.claims or {}).get("sub")
@@ -74,8 +78,9 @@ class Authenticator:
                 raise Unauthenticated()
             if access.expires_at is None:  # a credential that never expires is not accepted
                 raise Unauthenticated()
-            return Caller(subject, frozenset(access.scopes))
-        return await short_read(self.registry, self.authenticate, token)
+            return Caller(subject, frozenset(access.scopes), renew=renew)
+        caller = await short_read(self.registry, self.authenticate, token)
+        return replace(caller, renew=renew)
 
 
 def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:

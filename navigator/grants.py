@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +34,15 @@ class Caller:
 
     ``grants`` is the principal's grant snapshot when it was read from the registry together with
     the token, in the same transaction, for this one request; ``None`` means "read them now".
+    ``renew`` checks the credential again, giving the caller as it is now (``Unauthenticated``
+    when the token was revoked, rotated or expired since): a request that waits on a person
+    outlives the check it began with. ``None`` for a caller no credential stands behind.
     """
 
     principal: str
     scopes: frozenset[str]
     grants: GrantSnapshot | None = field(default=None, compare=False, repr=False)
+    renew: Callable[[], Awaitable[Caller]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

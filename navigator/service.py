@@ -359,7 +359,9 @@ class Navigator:
         asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
             tool, caller, args_digest, confirm=confirm, elicitor=elicitor
         )
-        if asked:  # minutes may have passed: 1. and 2. again, for what runs now
+        if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
+            if caller.renew is not None:  # revoked, rotated or expired meanwhile: Unauthenticated
+                caller = await caller.renew()
             again = await self._allowed(caller, tool.address, fresh=True)
             if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
                 raise ConfirmationRequired("The tool changed while the person was asked.")

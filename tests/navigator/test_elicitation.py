@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import mcp_types as mt
 import pytest
 from fastmcp import FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
 from navigator.elicitation import elicitor_for
-from navigator.errors import ConfirmationRequired, NodeUnavailable, ToolNotGranted, UnknownTool
+from navigator.errors import (
+    ConfirmationRequired,
+    NodeUnavailable,
+    ToolNotGranted,
+    Unauthenticated,
+    UnknownTool,
+)
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.harness import serving
 
@@ -120,6 +129,58 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
             await services.navigator.call(
                 Caller("carol", frozenset()), "m1/r/wipe", {"target": "x"}, confirm=None,
                 elicitor=Person(), progress=None,
+            )  # fmt: skip
+    assert ran == []
+
+
+@pytest.mark.parametrize("meanwhile", ["revoked", "rotated", "expired"])
+async def test_a_credential_that_dies_while_a_person_is_asked_runs_nothing(
+    tmp_path: Path, meanwhile: str
+) -> None:
+    """A legacy-era question holds the call for up to 120 s; the token was checked before it.
+    After a yes the grants were read again by the principal's name alone, so a principal revoked,
+    a token rotated away or expired while the person was asked still ran its call (a review).
+    The credential is checked again with them."""
+    ran: list[str] = []
+    node = FastMCP("node")
+
+    @node.tool
+    def wipe(target: str) -> str:
+        ran.append(target)
+        return "wiped"
+
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with serving(node.http_app(path="/mcp"), lifespan="on") as port, running(services):
+        url = f"http://127.0.0.1:{port}/mcp"
+        tool = {"name": "wipe", "inputSchema": {"type": "object"}}  # changes things: confirmed
+        spec = AssignmentSpec(role="r", module="x", tools=[tool], endpoint=url)
+        await services.registrar.put_assignment("m1", spec)
+        token = mint_token()
+        with services.registry.transaction() as session:
+            AccessStore(session).add_principal(
+                "carol",
+                scopes=[],
+                token_hash=hash_token(token),
+                expires_at=datetime.now(UTC) + timedelta(seconds=1),
+            )
+            AccessStore(session).grant("carol", "m1/r/*", effect="allow")
+        caller = await services.authenticator.verify(token)
+
+        class Person:
+            async def ask(self, message: str, binding: str) -> bool:
+                with services.registry.transaction() as session:
+                    if meanwhile == "revoked":
+                        AccessStore(session).revoke_principal("carol")
+                    elif meanwhile == "rotated":
+                        AccessStore(session).rotate_principal("carol", token_hash="0" * 64)
+                if meanwhile == "expired":
+                    await anyio.sleep(1.1)
+                return True
+
+        with pytest.raises(Unauthenticated):
+            await services.navigator.call(
+                caller, "m1/r/wipe", {"target": "x"}, confirm=None, elicitor=Person(),
+                progress=None,
             )  # fmt: skip
     assert ran == []
 
