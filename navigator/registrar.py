@@ -296,6 +296,10 @@ def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:
 
 
 def _bind(store: AccessStore, principal: str, machine: str) -> None:
+    """Hold ``principal`` to ``machine``, a name in the grammar (SPEC §2): a registration with
+    no assignment checks none of its own, and a principal bound to ``mesh`` is bound for good."""
+    if not is_machine_name(machine):
+        raise InvalidAddress("The machine name is not valid.")
     try:
         store.bind_machine(principal, machine)
     except Conflict:

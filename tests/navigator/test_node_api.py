@@ -89,6 +89,38 @@ async def test_a_second_node_token_cannot_take_over_a_machine(tmp_path: Path) ->
     assert machine.advertise_url == "http://10.0.0.1:7801"
 
 
+@pytest.mark.parametrize("machine", ["mesh", "DB1", "db1/x", "db 1"])
+async def test_a_node_token_binds_no_name_outside_the_grammar(tmp_path: Path, machine: str) -> None:
+    """SPEC §2: ``mesh`` is reserved and is no machine's name. A registration with no assignment
+    checked no name: a node token registered ``mesh`` (or ``db1/x``), was handed a key for it
+    and bound to it, as was one whose assignment update named it (a review)."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        body = {**registration(machine, "http://10.0.0.9:7801"), "assignments": []}
+        registered = await client.post(
+            "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-a"])
+        )
+        update = {"advertise": "http://10.0.0.9:7801", "assignment": body_of_notes()}
+        updated = await client.put(
+            f"/api/v1/nodes/{machine}/assignments/notes",
+            json=update,
+            headers=bearer(tokens["node-b"]),
+        )
+        bound = await services.transact(
+            lambda session: [AccessStore(session).principal(n).machine for n in tokens]
+        )
+        machines = await services.transact(lambda session: CatalogStore(session).machines())
+    assert registered.status_code == 400, registered.text
+    assert registered.json()["error"] == "invalid_address"
+    assert "key" not in registered.json()
+    assert updated.status_code in (400, 404), updated.text
+    assert bound == [None, None, None]
+    assert machines == []
+
+
+def body_of_notes() -> dict[str, Any]:
+    return {"role": "notes", "module": "sqlite", "tools": [TOOL]}
+
+
 async def test_a_node_registering_a_seat_another_machine_holds_keeps_the_rest(
     tmp_path: Path,
 ) -> None:
