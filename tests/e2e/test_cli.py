@@ -233,11 +233,13 @@ def test_a_nodes_own_error_is_one_line_and_with_json_its_answer(mesh: MeshHarnes
     prose where a script reads JSON, as it does for every other error."""
     token: str = mesh.agent_token  # type: ignore[attr-defined]
     if "clierr" not in mesh.nodes:
-        mesh.start_node("clierr", [f"stdio:echoer={sys.executable} {ECHO_SERVER}"])
+        # a role of its own: the session's mesh is shared, and an ``echoer`` here would collapse
+        # with another test's into one ``*/echoer/echo`` result
+        mesh.start_node("clierr", [f"stdio:failer={sys.executable} {ECHO_SERVER}"])
     arguments = json.dumps({"message": "first line\nsecond line"})
 
     def failed(*flags: str) -> subprocess.CompletedProcess[str]:
-        call = ("call", "clierr/echoer/fail", "--args", arguments)
+        call = ("call", "clierr/failer/fail", "--args", arguments)
         asked = meshnav(mesh, token, *call, "--json", code=1)
         confirm = json.loads(asked.stderr)["confirm"]
         return meshnav(mesh, token, *call, "--confirm", confirm, *flags, code=1)
