@@ -584,7 +584,13 @@ class Catalog:
                     return None, [], None
                 return machine, store.catalog_rows(machine=name), store.node_key(name)
 
-        machine, rows, key = await anyio.to_thread.run_sync(read)
+        # Off the loop as ever, and on a networked registry given up as every read from the
+        # loop is (``short_read``): a connection that never answers (the network failed while the
+        # registry moved on) held the follow loop, and so every later change, for good.
+        if self.registry.reads_inline:
+            machine, rows, key = await anyio.to_thread.run_sync(read)
+        else:
+            machine, rows, key = await short_read(self.registry, read)
         if key is not None:
             self.node_keys[name] = key
         self.generation += 1

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,7 +22,9 @@ from navigator.server import running
 from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, CatalogStore, Registry
+from registry import AccessStore, CatalogStore, Registry, RegistryUnavailable
+from registry.database import STATEMENT_TIMEOUT_S
+from tests.postgres_server import PostgresServer
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -228,4 +232,129 @@ async def test_an_older_read_of_a_machine_is_never_applied_over_a_newer_one(
             assignment = catalog.assignment("web1", "logs")
             assert assignment is not None and assignment.retired
         finally:
+            registry.dispose()
+
+
+class _SilencingProxy:
+    """A TCP relay to a PostgreSQL server whose connections can be silenced: a silenced
+    connection stays open and takes what it is sent, but nothing reaches the other side, as
+    when the network between a navigator and its registry fails while the registry moves on (a
+    failover, a restart behind a partition). Connections made later are relayed as usual."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._pairs: list[tuple[socket.socket, socket.socket, threading.Event]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, database_url: str) -> str:
+        return database_url.replace(f":{self.port}/", f":{self._listener.getsockname()[1]}/")
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port))
+            silenced = threading.Event()
+            with self._lock:
+                self._pairs.append((client, server, silenced))
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(
+                    target=self._pump, args=(source, sink, silenced), daemon=True
+                ).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, silenced: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if not silenced.is_set():
+                    sink.sendall(data)
+        if not silenced.is_set():  # a silenced one tells neither side
+            _hang_up(sink)
+
+    def silence(self) -> None:
+        """Every connection open now goes silent (the ones made later do not)."""
+        with self._lock:
+            for _, server, silenced in self._pairs:
+                silenced.set()
+                _hang_up(server)  # the registry's side is gone; the navigator's never hears of it
+
+    def hang_up_silenced(self) -> None:
+        """Close the silenced connections: their readers hear of it at last."""
+        with self._lock:
+            for client, _, silenced in self._pairs:
+                if silenced.is_set():
+                    _hang_up(client)
+
+    def close(self) -> None:
+        _hang_up(self._listener)
+        with self._lock:
+            for client, server, _ in self._pairs:
+                _hang_up(client)
+                _hang_up(server)
+
+
+def _hang_up(end: socket.socket) -> None:
+    """Close a socket another thread may be reading: shut down first, which wakes the reader
+    and tells the peer (a close alone does neither while a read holds the socket)."""
+    with contextlib.suppress(OSError):
+        end.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        end.close()
+
+
+@pytest.mark.postgres
+async def test_a_catch_up_whose_connection_went_silent_gives_up_and_the_next_applies(
+    postgres_server: PostgresServer,
+) -> None:
+    """A catch-up re-reads each changed machine off the event loop. Its read waited for as long
+    as the connection took to answer: on one that never would (the network failed while the
+    registry moved on), the follow loop waited for good, and the navigator never applied
+    another change. It gives up as the other reads from the loop do (``registry_unavailable``),
+    and the next catch-up, on a new connection, applies the change."""
+    url = postgres_server.create_database("silent_catch_up")
+    services = Services.create(NavigatorSettings(database_url=url))
+    proxy = _SilencingProxy(postgres_server.port)
+    spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
+    async with running(services):
+        registry = Registry(proxy.url(url))  # a second navigator's, across the network
+        catalog = Catalog(registry)
+        await catalog.load()
+        await services.registrar.put_assignment("web1", spec)
+
+        silenced = threading.Event()
+
+        def silence_at_the_machines_read(*arguments: object) -> None:  # SQLAlchemy's hook
+            if "FROM machines" in str(arguments[2]) and not silenced.is_set():
+                silenced.set()
+                proxy.silence()
+
+        event.listen(registry.engine, "before_cursor_execute", silence_at_the_machines_read)
+        done = anyio.Event()
+        outcome: list[str] = []
+
+        async def catching_up() -> None:
+            try:
+                await catalog.catch_up()
+                outcome.append("applied")
+            except RegistryUnavailable:
+                outcome.append("registry unavailable")
+            done.set()
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(catching_up)
+                with anyio.move_on_after(STATEMENT_TIMEOUT_S * 3):
+                    await done.wait()
+                gave_up = list(outcome)
+                proxy.hang_up_silenced()  # a read still waiting ends now, whatever the code did
+            assert gave_up == ["registry unavailable"], "the catch-up waited for good"
+            assert await catalog.catch_up() == 1
+            assert _addresses(catalog) == {"web1/logs/lookup"}
+        finally:
+            event.remove(registry.engine, "before_cursor_execute", silence_at_the_machines_read)
+            proxy.close()
             registry.dispose()
