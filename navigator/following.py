@@ -71,14 +71,27 @@ async def _prune(services: Services) -> None:
         logger.info("pruned %d catalogue changes older than an hour", removed)
 
 
+async def _pruning(services: Services, interval: float) -> None:
+    """Prune every ``PRUNE_EVERY_S``, retried at the follower's pace while the registry is down.
+    A task of its own: a prune is a write, never given up (it may yet commit), and one waiting on
+    a connection that never answers held the follow loop, and so every later change, with it."""
+    while True:
+        try:
+            await _prune(services)
+        except RegistryError:
+            await anyio.sleep(interval)
+            continue
+        await anyio.sleep(PRUNE_EVERY_S)
+
+
 async def follow_registry(services: Services) -> None:
     interval = max(0.2, min(1.0, services.settings.heartbeat_s / 5))
     woken = [anyio.Event()]
     async with anyio.create_task_group() as tasks:
         if services.registry.is_postgres:
             tasks.start_soon(_listen, _libpq_url(services.settings.database_url), woken)
+        tasks.start_soon(_pruning, services, interval)
         was_down = False
-        next_prune = anyio.current_time()
         while True:
             with anyio.move_on_after(interval):
                 await woken[0].wait()
@@ -86,9 +99,6 @@ async def follow_registry(services: Services) -> None:
             try:
                 await services.catalog.catch_up()
                 await services.catalog.refresh_heartbeats()
-                if anyio.current_time() >= next_prune:
-                    await _prune(services)
-                    next_prune = anyio.current_time() + PRUNE_EVERY_S
                 if was_down:
                     logger.warning("registry reachable again")
                 was_down = False

@@ -358,3 +358,38 @@ async def test_a_catch_up_whose_connection_went_silent_gives_up_and_the_next_app
             event.remove(registry.engine, "before_cursor_execute", silence_at_the_machines_read)
             proxy.close()
             registry.dispose()
+
+
+@pytest.mark.postgres
+async def test_a_prune_whose_connection_went_silent_does_not_hold_the_follower(
+    postgres_server: PostgresServer,
+) -> None:
+    """Every navigator prunes the change log now and then, a write that is never given up (it
+    may yet commit). It ran inside the follow loop: on a connection that went silent, the loop
+    waited with it, and a change made through another navigator never reached this one."""
+    url = postgres_server.create_database("silent_prune")
+    writer = Services.create(NavigatorSettings(database_url=url))
+    proxy = _SilencingProxy(postgres_server.port)
+    follower = Services.create(NavigatorSettings(database_url=proxy.url(url), heartbeat_s=1.0))
+    spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
+    silenced = threading.Event()
+
+    def silence_at_the_prune(*arguments: object) -> None:  # SQLAlchemy's hook
+        if "catalog_changes.at <" in str(arguments[2]) and not silenced.is_set():
+            silenced.set()
+            proxy.silence()
+
+    event.listen(follower.registry.engine, "before_cursor_execute", silence_at_the_prune)
+    try:
+        async with running(writer), running(follower):
+            assert await anyio.to_thread.run_sync(silenced.wait, 10)
+            await writer.registrar.put_assignment("web1", spec)
+            with anyio.move_on_after(STATEMENT_TIMEOUT_S * 2):
+                while not _addresses(follower.catalog):
+                    await anyio.sleep(0.1)
+            followed = _addresses(follower.catalog)
+            proxy.hang_up_silenced()  # a write still waiting ends now, whatever the code did
+        assert followed == {"web1/logs/lookup"}, "the follower waited on the prune"
+    finally:
+        event.remove(follower.registry.engine, "before_cursor_execute", silence_at_the_prune)
+        proxy.close()
