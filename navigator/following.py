@@ -19,6 +19,7 @@ import anyio
 
 from registry import CatalogStore, RegistryError
 from registry.catalog import NOTIFY_CHANNEL
+from registry.database import KEEPALIVES
 
 if TYPE_CHECKING:
     from navigator.services import Services
@@ -47,7 +48,7 @@ async def _listen(url: str, woken: list[anyio.Event]) -> None:
     while True:
         try:
             async with await psycopg.AsyncConnection.connect(
-                url, autocommit=True, connect_timeout=5
+                url, autocommit=True, connect_timeout=5, **KEEPALIVES
             ) as conn:
                 await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 delay = 0.2

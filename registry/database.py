@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from registry.reads import AnySelect
 
-__all__ = ["Registry", "make_engine", "migrate", "ready_revision", "translate_errors"]
+__all__ = ["KEEPALIVES", "Registry", "make_engine", "migrate", "ready_revision", "translate_errors"]
 
 logger = logging.getLogger("meshnav.registry")
 
@@ -32,6 +32,17 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 HEAD_REVISION = "0006"
 #: How long one statement may wait for a lock or a connection before the registry is "unavailable".
 STATEMENT_TIMEOUT_S = 5
+#: TCP keepalives for every PostgreSQL connection (libpq's parameters): a peer gone silent — the
+#: network failed while the registry moved on — is found dead within about 30 s and its
+#: statement fails, where without them a read waiting on it (a catch-up, the change log's LISTEN)
+#: waits for good.
+KEEPALIVES: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 15,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,  # ms: data sent and never acknowledged
+}
 #: The execution option that marks a connection's transactions as writers': on SQLite they begin
 #: ``BEGIN IMMEDIATE``, taking the database's one write lock before their first read.
 WRITES = "meshnav_writes"
@@ -67,6 +78,7 @@ def make_engine(url: str) -> Engine:
         max_overflow=10,
         pool_timeout=STATEMENT_TIMEOUT_S,
         connect_args={
+            **KEEPALIVES,
             "connect_timeout": STATEMENT_TIMEOUT_S,
             # a lock (a row, or the catalogue writers' advisory lock) waited for no longer
             "options": f"-c lock_timeout={STATEMENT_TIMEOUT_S * 1000}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +20,13 @@ from registry import (
     migrate,
     ready_revision,
 )
-from registry.database import HEAD_REVISION, alembic_config, make_engine, schema_revision
+from registry.database import (
+    HEAD_REVISION,
+    KEEPALIVES,
+    alembic_config,
+    make_engine,
+    schema_revision,
+)
 
 
 def test_the_known_head_is_alembics_head() -> None:
@@ -142,3 +150,29 @@ def test_a_registry_is_ready_only_when_migrated_and_checking_creates_nothing(
         ready_revision(url)
     migrate(url)
     ready_revision(url)
+
+
+def test_a_postgres_connection_finds_a_silent_peer_dead(database_url: str) -> None:
+    """A review: a catch-up or the change log's LISTEN waiting on a connection whose peer went
+    silent (the network failed while the registry moved on) waited for good: nothing on the
+    socket would ever say the peer was gone. Every PostgreSQL connection — the engine's and the
+    listener's, which takes the same parameters — has TCP keepalives and a user timeout."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("a SQLite registry has no network connection")
+    registry = Registry(database_url)
+    try:
+        connection = registry.engine.raw_connection()
+        try:
+            fileno = connection.driver_connection.fileno()
+            with socket.socket(fileno=os.dup(fileno)) as sock:
+                keepalive = sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+                idle = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)
+                count = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT)
+                user_timeout = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+        finally:
+            connection.close()
+    finally:
+        registry.dispose()
+    assert keepalive == 1
+    assert (idle, count) == (KEEPALIVES["keepalives_idle"], KEEPALIVES["keepalives_count"])
+    assert user_timeout == KEEPALIVES["tcp_user_timeout"]
