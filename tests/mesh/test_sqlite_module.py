@@ -406,3 +406,31 @@ async def test_list_tables_names_at_most_a_thousand(tmp_path: Path) -> None:
     async with Client(build_sqlite_module([database])) as many:
         listed = await ok(many, "list_tables", database="many")
     assert len(listed["tables"]) == 1000 and listed["truncated"] is True
+
+
+async def test_a_table_wider_than_a_statement_may_name_leaves_its_database_usable(
+    tmp_path: Path,
+) -> None:
+    """A review: the 128-column bound was SQLite's ``SQLITE_LIMIT_COLUMN``, which also applies
+    to the ``CREATE TABLE`` statements SQLite parses when it reads a schema, so one table of 200
+    columns (SQLite allows 2,000) made every call on its database — reads and writes, of any
+    table — answer "the database file is corrupt". Statements still name at most 128 columns."""
+    columns = ", ".join(f"c{n}" for n in range(200))
+    database = make_db(
+        tmp_path / "wide.db",
+        f"CREATE TABLE wide ({columns}); CREATE TABLE small (a); INSERT INTO small VALUES (1);",
+    )
+    async with Client(build_sqlite_module([database])) as wide:
+        listed = await ok(wide, "list_tables", database="wide")
+        assert [t["name"] for t in listed["tables"]] == ["small", "wide"]
+        assert (await ok(wide, "query", database="wide", sql="SELECT a FROM small"))["rows"] == [
+            [1]
+        ]
+        described = await ok(wide, "describe_table", database="wide", table="wide")
+        assert len(described["columns"]) == 200
+        assert (await ok(wide, "execute", database="wide", sql="INSERT INTO small VALUES (2)"))[
+            "rowcount"
+        ] == 1
+        text = await refused(wide, "query", database="wide", sql="SELECT * FROM wide")
+        assert "at most 128 columns" in text
+    assert count(database, "small") == 2
