@@ -35,6 +35,10 @@ logger = logging.getLogger("meshnav.node")
 
 #: Longest wait between two enrolment attempts while the navigator is away.
 MAX_BACKOFF_S = 5.0
+#: How long a module may take to list its tools (a ``stdio`` server's start included: its
+#: handshake has 30 s) before the node goes on with the list it last gave. A wrapped server that
+#: never answered ``tools/list`` held the registration, and every other module's, for good.
+LIST_DEADLINE_S = 60.0
 
 
 async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
@@ -72,10 +76,12 @@ class NodeAgent:
 
     async def _tools(self, assignment: Assignment) -> list[dict[str, Any]] | None:
         """The assignment's tools now; when it cannot list them (a wrapped server that cannot
-        start), the list it last gave, or None before it ever gave one. An empty list would
-        remove its tools from the mesh, where they should stay and answer node_unavailable."""
+        start, or one that does not answer within ``LIST_DEADLINE_S``), the list it last gave,
+        or None before it ever gave one. An empty list would remove its tools from the mesh,
+        where they should stay and answer node_unavailable."""
         try:
-            tools = await tools_list(assignment)
+            with anyio.fail_after(LIST_DEADLINE_S):
+                tools = await tools_list(assignment)
         except Exception:  # whatever a module's server raises: it is not the node's end
             logger.warning(
                 "assignment %s cannot list its tools; keeping its last list", assignment.role

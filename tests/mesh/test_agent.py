@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import shlex
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,6 +23,8 @@ from mesh.modules import build_module, parse_module_spec
 from mesh.server import Assignment
 from mesh.settings import NodeSettings
 from tests.harness import serving
+
+ECHO = Path(__file__).parent / "fixtures" / "echo_server.py"
 
 
 def _navigator(answers: list[tuple[int, str]]) -> tuple[Starlette, list[int]]:
@@ -137,3 +143,37 @@ async def test_a_tool_list_push_that_failed_is_pushed_again() -> None:
         finally:
             await agent.http.aclose()
     assert pushes == [503, 200]
+
+
+async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review: a wrapped server that answers its handshake but never a ``tools/list`` (hung on
+    a backend) held the node's registration for good, and with it every other module of the
+    machine: none reached the mesh, and a node the navigator forgot never registered again. A
+    listing is given up after ``LIST_DEADLINE_S``, and the module keeps the list it last gave."""
+    monkeypatch.setattr("mesh.agent.LIST_DEADLINE_S", 2.0)
+    bodies: list[dict[str, Any]] = []
+
+    async def register(request: Request) -> JSONResponse:
+        bodies.append(await request.json())
+        key = base64.b64encode(b"k" * 32).decode()
+        return JSONResponse({"key": key, "registeredAt": 1.0, "registered": [], "refused": []})
+
+    app = Starlette(routes=[Route("/api/v1/nodes/register", register, methods=["POST"])])
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(ECHO))} --never-list"
+    hung = parse_module_spec(f"stdio:hung={command}")
+    node = parse_module_spec("node")
+    hung_server = build_module(hung)
+    async with serving(app) as port, Client(hung_server):  # its lifespan ends the subprocess
+        settings = NodeSettings(name="n1", navigator_url=f"http://127.0.0.1:{port}", token="t")
+        agent = NodeAgent(
+            settings, [Assignment(node, build_module(node)), Assignment(hung, hung_server)]
+        )
+        try:
+            with anyio.fail_after(30):
+                await agent.enrol()
+        finally:
+            await agent.http.aclose()
+    assert agent.key == b"k" * 32
+    assert [a["role"] for a in bodies[0]["assignments"]] == ["node"]
