@@ -114,7 +114,10 @@ class TableEntry(BaseModel):
 class TableList(BaseModel):
     database: str
     tables: list[TableEntry]
-    truncated: bool = Field(default=False, description=f"True when more than {MAX_TABLES} matched.")
+    truncated: bool = Field(
+        default=False,
+        description=f"True when more than {MAX_TABLES} matched, or their names passed 1.5 MiB.",
+    )
 
 
 class Index(BaseModel):
@@ -191,9 +194,9 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
 
     async def list_tables(database: DatabaseArg) -> TableList:
         """The tables and views of one SQLite database on this machine."""
-        rows = await run(database, partial(_read, time_limit_s, _list_tables))
-        tables = [TableEntry(name=n, type=t) for n, t in rows[:MAX_TABLES]]
-        return TableList(database=database, tables=tables, truncated=len(rows) > MAX_TABLES)
+        rows, truncated = await run(database, partial(_read, time_limit_s, _list_tables))
+        tables = [TableEntry(name=n, type=t) for n, t in rows]
+        return TableList(database=database, tables=tables, truncated=truncated)
 
     async def describe_table(database: DatabaseArg, table: str) -> TableDescription:
         """Columns (type, NOT NULL, default, primary key), indexes and foreign keys of a table
@@ -311,12 +314,23 @@ def _read(time_limit_s: float, work: Callable[[sqlite3.Connection], T], path: Pa
         _READERS.release()
 
 
-def _list_tables(conn: sqlite3.Connection) -> list[tuple[str, Literal["table", "view"]]]:
-    return conn.execute(
+def _list_tables(
+    conn: sqlite3.Connection,
+) -> tuple[list[tuple[str, Literal["table", "view"]]], bool]:
+    """At most ``MAX_TABLES`` names, and no more than the answer's budget holds: a name may be
+    as long as a value (1 MiB); whether more matched."""
+    cursor = conn.execute(
         "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"
         " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT ?",
         (MAX_TABLES + 1,),
-    ).fetchall()
+    )
+    tables: list[tuple[str, Literal["table", "view"]]] = []
+    budget = RowBudget()
+    for name, kind in cursor:
+        if len(tables) == MAX_TABLES or len(name) > budget.left or not budget.admits([name]):
+            return tables, True
+        tables.append((name, kind))
+    return tables, False
 
 
 def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from mesh.errors import ModuleSpecError
+from mesh.modules.columns import MAX_ANSWER_BYTES
 from mesh.modules.sqlite import build_sqlite_module
 from tests.harness import loop_ticks_during
 
@@ -434,3 +435,18 @@ async def test_a_table_wider_than_a_statement_may_name_leaves_its_database_usabl
         text = await refused(wide, "query", database="wide", sql="SELECT * FROM wide")
         assert "at most 128 columns" in text
     assert count(database, "small") == 2
+
+
+async def test_list_tables_stops_at_the_answers_size_as_well(tmp_path: Path) -> None:
+    """A review: the thousand names were not bounded in length, and a name may be as long as a
+    value (1 MiB), so a thousand long names made a 1 GB answer, built in the node's memory and
+    past what the navigator reads. The names stop at the answer's budget, with ``truncated``."""
+    names = [f"t{n}_" + "x" * 300_000 for n in range(10)]  # 3 MB of names
+    database = make_db(
+        tmp_path / "long.db", "".join(f'CREATE TABLE "{name}" (a);' for name in names)
+    )
+    async with Client(build_sqlite_module([database])) as long:
+        listed = await ok(long, "list_tables", database="long")
+    assert listed["truncated"] is True
+    assert 0 < len(listed["tables"]) < len(names)
+    assert sum(len(t["name"]) for t in listed["tables"]) <= MAX_ANSWER_BYTES
