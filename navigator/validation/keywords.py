@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 from navigator.validation.json_values import container_key, equality_key
 from navigator.validation.nodes import ACCEPT, Check, Failure, RefCell, Run, SchemaNode, evaluate
@@ -216,6 +216,11 @@ def upper_bound(limit: float, *, exclusive: bool, keyword: str) -> Check:
     return check
 
 
+#: ``multipleOf`` charges one work step per 2**16 (bit x bit) of its division's operands: about
+#: 0.2 µs of Python's long division, measured at 340 µs for 14,281 bits by 7,143 (1,577 steps).
+_DIVISION_SHIFT: Final = 16
+
+
 def _exact(number: float) -> Fraction:
     """A number as the decimal it was written as: ``0.0075`` is 75/10000, not its binary float."""
     if type(number) is int:
@@ -223,16 +228,30 @@ def _exact(number: float) -> Fraction:
     return Fraction(Decimal(repr(number)))
 
 
+def _bits(number: Fraction) -> int:
+    return number.numerator.bit_length() + number.denominator.bit_length()
+
+
 def multiple_of(divisor: float) -> Check:
-    """Exact rational arithmetic: no float rounding, no overflow however large the numbers."""
+    """Exact rational arithmetic: no float rounding, no overflow however large the numbers.
+
+    Exact is not free: JSON carries integers of 4,300 digits, and dividing one by a divisor of
+    half as many takes about 340 µs, so a step a keyword would let a fan-out of such divisions
+    run for seconds. Each division is charged first, by the product of its operands' sizes in
+    bits (what long division, and a fraction's reduction by ``gcd``, cost); numbers of a few
+    machine words cost nothing extra."""
     exact_divisor = _exact(divisor)
     int_divisor = exact_divisor.numerator if exact_divisor.denominator == 1 else None
+    divisor_bits = _bits(exact_divisor) + 64
 
     def check(instance: float, depth: int, run: Run) -> Failure | None:
         if int_divisor is not None and type(instance) is int:
+            run.spend(((instance.bit_length() + 64) * divisor_bits) >> _DIVISION_SHIFT)
             ok = instance % int_divisor == 0
         else:
-            ok = (_exact(instance) / exact_divisor).denominator == 1
+            exact = _exact(instance)
+            run.spend(((_bits(exact) + 64) * divisor_bits) >> _DIVISION_SHIFT)
+            ok = (exact / exact_divisor).denominator == 1
         return None if ok else Failure("multipleOf")
 
     return check

@@ -709,6 +709,26 @@ def test_exponential_reference_fan_out_exhausts_the_step_budget() -> None:
     assert verdict(schema, 1) == "unavailable"  # 2**15 paths all fail
 
 
+@pytest.mark.timeout(30)
+def test_multiple_of_over_integers_of_thousands_of_digits_is_charged_by_their_size() -> None:
+    """JSON carries integers of 4,300 digits; dividing one by a divisor of half as many took
+    about 300 µs for a keyword's one step, so a fan-out of 2**14 such divisions ran 3 s."""
+    divisor = json.loads("1" + "0" * 2_148 + "1")
+    number = json.loads("9" * 4_300)
+    defs: dict[str, Any] = {"d14": {"multipleOf": divisor}}
+    for level in range(13, -1, -1):
+        below = {"$ref": f"#/$defs/d{level + 1}"}
+        defs[f"d{level}"] = {"anyOf": [below, below]}
+    schema = compile_schema({"$defs": defs, "$ref": "#/$defs/d0"})
+    started = time.perf_counter()
+    assert schema.verdict(number) == "unavailable"
+    assert time.perf_counter() - started < 2
+    assert schema.verdict(divisor * 3) == "valid"  # the first branch all the way down
+    assert verdict({"multipleOf": divisor}, number) == "invalid"
+    assert verdict({"multipleOf": 0.5}, number) == "valid"
+    assert verdict({"items": {"multipleOf": 0.01}}, [19.99] * 8_000) == "valid"
+
+
 def _tree(leaf: dict[str, Any], levels: int = 10) -> dict[str, Any]:
     """2**levels paths to ``leaf``, each through ``allOf`` and ``$ref``."""
     defs: dict[str, Any] = {f"a{level}": leaf for level in (levels,)}
