@@ -209,7 +209,10 @@ class _CompileCache:
         size = _measure_schema(schema, DEFAULT_LIMITS)
         if size.depth > _CACHE_MAX_JSON_DEPTH:
             return _compile(schema, size)
-        text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        try:
+            text = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except ValueError:  # an integer past Python's 4,300 digits for ``str``: no key, no cache
+            return _compile(schema, size)
         digest = hashlib.sha256(text.encode("ascii")).digest()
         return self._schemas.get(digest, lambda: _compile(schema, size))
 

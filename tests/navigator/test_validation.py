@@ -853,6 +853,16 @@ def test_compiled_schema_is_reused_and_validates_repeatedly() -> None:
         assert compiled.verdict({"name": "Disk"}) == "invalid"
 
 
+def test_a_schema_integer_too_long_for_python_to_print_is_checked_not_a_crash() -> None:
+    """The cache keys schemas by their JSON text, and ``json.dumps`` raised ``ValueError`` past
+    4,300 digits, out of ``validate``, ``verdict`` and ``check_schema``."""
+    huge = 10**5_000
+    check_schema({"minimum": huge})
+    assert verdict({"minimum": huge}, 1) == "invalid"
+    assert verdict({"maximum": huge}, 1) == "valid"
+    assert invalid({"const": huge}, huge + 1).extra == {"pointer": "", "keyword": "const"}
+
+
 def test_verdict_words() -> None:
     assert verdict({"type": "string"}, "a") == "valid"
     assert verdict({"type": "string"}, 1) == "invalid"
