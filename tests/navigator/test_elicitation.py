@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -81,14 +83,10 @@ async def test_only_a_strict_yes_allows_a_legacy_call(answer: object, allowed: b
     assert await elicitor.ask("Allow?", "binding") is allowed
 
 
-@pytest.mark.parametrize("meanwhile", ["grant revoked", "tool retired", "contract changed"])
-async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
-    tmp_path: Path, meanwhile: str
-) -> None:
-    """SPEC §3 reads the grants again for every call and calls only live tools. A legacy-era
-    question holds the call for as long as the person takes; the grants and the tool were read
-    before it, and a yes ran the call on them: a grant revoked, or the tool retired, while the
-    person was asked did not stop it (a review). They are read again after a yes."""
+@asynccontextmanager
+async def _wiping(tmp_path: Path) -> AsyncIterator[tuple[Services, str, list[str]]]:
+    """A running navigator with ``m1/r/wipe`` (it changes things: a call is confirmed) on a real
+    node; its endpoint, and the targets the node has wiped."""
     ran: list[str] = []
     node = FastMCP("node")
 
@@ -100,9 +98,23 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
     services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
     async with serving(node.http_app(path="/mcp"), lifespan="on") as port, running(services):
         url = f"http://127.0.0.1:{port}/mcp"
-        tool = {"name": "wipe", "inputSchema": {"type": "object"}}  # changes things: confirmed
-        spec = AssignmentSpec(role="r", module="x", tools=[tool], endpoint=url)
+        spec = AssignmentSpec(role="r", module="x", tools=[WIPE], endpoint=url)
         await services.registrar.put_assignment("m1", spec)
+        yield services, url, ran
+
+
+WIPE = {"name": "wipe", "inputSchema": {"type": "object"}}
+
+
+@pytest.mark.parametrize("meanwhile", ["grant revoked", "tool retired", "contract changed"])
+async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
+    tmp_path: Path, meanwhile: str
+) -> None:
+    """SPEC §3 reads the grants again for every call and calls only live tools. A legacy-era
+    question holds the call for as long as the person takes; the grants and the tool were read
+    before it, and a yes ran the call on them: a grant revoked, or the tool retired, while the
+    person was asked did not stop it (a review). They are read again after a yes."""
+    async with _wiping(tmp_path) as (services, url, ran):
         with services.registry.transaction() as session:
             grant = AccessStore(session).grant("carol", "m1/r/*", effect="allow").id
 
@@ -114,7 +126,7 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
                 elif meanwhile == "tool retired":
                     await services.registrar.retire("m1", "r")
                 else:
-                    changed = {**tool, "description": "Now wipes the whole disk."}
+                    changed = {**WIPE, "description": "Now wipes the whole disk."}
                     await services.registrar.put_assignment(
                         "m1", AssignmentSpec(role="r", module="x", tools=[changed], endpoint=url)
                     )
@@ -141,20 +153,7 @@ async def test_a_credential_that_dies_while_a_person_is_asked_runs_nothing(
     After a yes the grants were read again by the principal's name alone, so a principal revoked,
     a token rotated away or expired while the person was asked still ran its call (a review).
     The credential is checked again with them."""
-    ran: list[str] = []
-    node = FastMCP("node")
-
-    @node.tool
-    def wipe(target: str) -> str:
-        ran.append(target)
-        return "wiped"
-
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with serving(node.http_app(path="/mcp"), lifespan="on") as port, running(services):
-        url = f"http://127.0.0.1:{port}/mcp"
-        tool = {"name": "wipe", "inputSchema": {"type": "object"}}  # changes things: confirmed
-        spec = AssignmentSpec(role="r", module="x", tools=[tool], endpoint=url)
-        await services.registrar.put_assignment("m1", spec)
+    async with _wiping(tmp_path) as (services, _url, ran):
         token = mint_token()
         with services.registry.transaction() as session:
             AccessStore(session).add_principal(
