@@ -222,7 +222,7 @@ _DIVISION_SHIFT: Final = 16
 def _decimal(number: float) -> tuple[int, int]:
     """A number as the decimal it was written as, ``(m, e)`` for ``m * 10**e``: ``0.0075`` is
     75 * 10**-4, not its binary float. Read from the float's shortest repr, in integers alone
-    (a ``Decimal`` and a ``Fraction`` made of it cost 10-25 µs a number)."""
+    (a ``Decimal`` and a ``Fraction`` made of it cost about 2 µs a number more)."""
     if type(number) is int:
         return number, 0
     mantissa, _, exponent = repr(number).partition("e")
