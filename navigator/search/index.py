@@ -23,11 +23,13 @@ from bisect import insort
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from navigator.addresses import Pattern
+from navigator.caches import WeightedCache
 from navigator.limits import LIMITS
 from navigator.search.audience import Audience, audience_of
 from navigator.search.batch import BatchAnalyzer
@@ -105,6 +107,10 @@ class _Own:
     documents: int
 
 
+#: Not a kept part: ``None`` is one (a caller that may call every tool).
+_UNKNOWN: Any = object()
+
+
 def _weight(own: _Own | None) -> int:
     """Roughly the bytes a kept part holds of its own: its entry, its flags and its term counts'
     table (the terms themselves are the index's strings)."""
@@ -131,8 +137,9 @@ class SearchIndex:
         self._by_holder: dict[str, set[str]] = {}
         self._holders_by_word: dict[str, set[str]] = {}
         # audience key -> its own part (None: every tool), as of the index's last change
-        self._own: OrderedDict[Hashable, _Own | None] = OrderedDict()
-        self._own_weight = 0  # the sum of the kept parts' weights
+        self._own: WeightedCache[Hashable, _Own | None] = WeightedCache(
+            KEPT_AUDIENCE_BYTES, _weight
+        )
         # slot -> its text's distinct terms, for the texts callers' parts counted last
         self._slot_terms: OrderedDict[int, list[str]] = OrderedDict()
         self._lock = threading.RLock()
@@ -223,7 +230,7 @@ class SearchIndex:
         """Unindex texts left without members; re-index texts whose first member's text changed.
         Every change of the index ends here: what was kept of callers' own parts is dropped."""
         if touched:
-            self._forget_own()
+            self._own.clear()
         stale: dict[int, _ToolText] = {}
         replacements: list[_ToolText] = []
         for key in touched:
@@ -358,22 +365,14 @@ class SearchIndex:
         """The caller's own part of the index, or ``None`` when it may call every tool: kept
         under the audience's key until the index changes."""
         key = audience.key  # a digest: a string, whose hash Python keeps
-        if key is not None and key in self._own:
-            self._own.move_to_end(key)
-            return self._own[key]
+        if key is not None:
+            kept = self._own.lookup(key, _UNKNOWN)
+            if kept is not _UNKNOWN:
+                return kept
         own = self._measure_own(audience, permits)
         if key is not None:
-            self._own[key] = own
-            self._own_weight += _weight(own)
-            while self._own_weight > KEPT_AUDIENCE_BYTES and len(self._own) > 1:
-                _, dropped = self._own.popitem(last=False)
-                self._own_weight -= _weight(dropped)
+            self._own.put(key, own)
         return own
-
-    def _forget_own(self) -> None:
-        """Drop the callers' own parts: measured against an index that has since changed."""
-        self._own.clear()
-        self._own_weight = 0
 
     def _measure_own(self, audience: Audience, permits: Callable[[str], bool]) -> _Own | None:
         """Which texts have a member the caller may call, and how many documents it may call.
@@ -836,7 +835,7 @@ class IndexBuild:
         self._finished = True
         index = self._index
         with index._lock:
-            index._forget_own()
+            index._own.clear()
             self._flush()
             if meanwhile is not None:
                 meanwhile()

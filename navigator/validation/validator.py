@@ -20,14 +20,12 @@ equality), ``validation_limits`` (the bounds).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Final, Generic, Literal, TypeVar
 
+from navigator.caches import WeightedCache
 from navigator.errors import InvalidArguments, ToolValidationUnavailable
 from navigator.validation.compiler import compile_document
 from navigator.validation.json_values import Measure, measure
@@ -146,20 +144,14 @@ class SchemaCache(Generic[K]):
     first once their ``weight`` together passes ``max_weight`` (a refusal weighs a little)."""
 
     def __init__(self, max_weight: int) -> None:
-        self._max_weight = max_weight
-        self._weight = 0
-        self._entries: OrderedDict[K, CompiledSchema | ToolValidationUnavailable] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: WeightedCache[K, CompiledSchema | ToolValidationUnavailable] = WeightedCache(
+            max_weight, _weight
+        )
 
     def lookup(self, key: K) -> CompiledSchema | None:
         """The compiled schema held under ``key``, or None; raises ``ToolValidationUnavailable``,
-        the same each time, for a schema that was refused. Takes no lock: a read and a move of
-        one key are each atomic, and a key evicted in between is simply not moved."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        with contextlib.suppress(KeyError):
-            self._entries.move_to_end(key)
+        the same each time, for a schema that was refused."""
+        entry = self._entries.lookup(key, None)
         if isinstance(entry, ToolValidationUnavailable):
             raise ToolValidationUnavailable(entry.message)
         return entry
@@ -171,20 +163,10 @@ class SchemaCache(Generic[K]):
             try:
                 compiled = compile()
             except ToolValidationUnavailable as refused:
-                self._put(key, refused)
+                self._entries.put(key, refused)
                 raise
-            self._put(key, compiled)
+            self._entries.put(key, compiled)
         return compiled
-
-    def _put(self, key: K, entry: CompiledSchema | ToolValidationUnavailable) -> None:
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = entry
-            self._weight += _weight(entry)
-            while self._weight > self._max_weight and len(self._entries) > 1:
-                _, evicted = self._entries.popitem(last=False)
-                self._weight -= _weight(evicted)
 
 
 def _weight(entry: CompiledSchema | ToolValidationUnavailable) -> int:

@@ -999,7 +999,7 @@ def test_many_grant_sets_searching_in_turn_are_each_measured_once_per_change(
     """A review: the index kept 64 callers' parts, so with a 65th grant set searching in turn
     every search measured its caller's part again (~10 ms at 100,000 tools, against ~2 for a kept
     one). Parts are kept up to a weight in bytes — a few hundred at that size — least recently
-    used dropped first, and all of them dropped when the index changes."""
+    used dropped first (``WeightedCache``), and all of them dropped when the index changes."""
     index = index_of(*(doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar.") for n in range(300)))
     measured: list[object] = []
     measure = SearchIndex._measure_own
@@ -1018,14 +1018,3 @@ def test_many_grant_sets_searching_in_turn_are_each_measured_once_per_change(
     for n, caller in callers:
         assert addresses(index, "sync calendar", permits=caller) == [f"m{n:03d}/app/sync_{n}"]
     assert len(measured) == 2 * len(callers)
-
-    monkeypatch.setattr(search_index, "KEPT_AUDIENCE_BYTES", 10 * search_index._weight(None))
-    index.upsert([doc("m998/app/sync_998", "Sync the calendar.")])
-    for _n, caller in callers[:50]:
-        index.search("sync calendar", permits=caller)
-    assert len(index._own) < 10 and index._own_weight <= search_index.KEPT_AUDIENCE_BYTES
-    assert index._own_weight == sum(map(search_index._weight, index._own.values()))
-    kept = len(measured)
-    index.search("sync calendar", permits=callers[49][1])  # the most recent is kept
-    index.search("sync calendar", permits=callers[0][1])  # the first was dropped
-    assert len(measured) == kept + 1
