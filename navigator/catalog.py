@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
-from navigator.reads import short_read
+from navigator.reads import off_loop_read, short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
 from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
@@ -584,13 +584,7 @@ class Catalog:
                     return None, [], None
                 return machine, store.catalog_rows(machine=name), store.node_key(name)
 
-        # Off the loop as ever, and on a networked registry given up as every read from the
-        # loop is (``short_read``): a connection that never answers (the network failed while the
-        # registry moved on) held the follow loop, and so every later change, for good.
-        if self.registry.reads_inline:
-            machine, rows, key = await anyio.to_thread.run_sync(read)
-        else:
-            machine, rows, key = await short_read(self.registry, read)
+        machine, rows, key = await off_loop_read(self.registry, read)
         if key is not None:
             self.node_keys[name] = key
         self.generation += 1

@@ -20,7 +20,7 @@ from registry.database import STATEMENT_TIMEOUT_S
 if TYPE_CHECKING:
     from registry import Registry
 
-__all__ = ["short_read"]
+__all__ = ["off_loop_read", "short_read"]
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -31,6 +31,19 @@ async def short_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts) -
     ``STATEMENT_TIMEOUT_S`` (then ``RegistryUnavailable``)."""
     if registry.reads_inline:
         return read(*args)
+    return await _given_up(read, *args)
+
+
+async def off_loop_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts) -> T:
+    """``short_read`` for a read too long for the loop even from a local file (a machine's
+    every row): on a worker thread whatever the registry, given up the same way on a networked
+    one — a connection that never answered held a catalogue catch-up, and every later change."""
+    if registry.reads_inline:
+        return await anyio.to_thread.run_sync(read, *args)
+    return await _given_up(read, *args)
+
+
+async def _given_up(read: Callable[[*Ts], T], *args: *Ts) -> T:
     with anyio.move_on_after(STATEMENT_TIMEOUT_S):
         return await anyio.to_thread.run_sync(read, *args, abandon_on_cancel=True)
     raise RegistryUnavailable()

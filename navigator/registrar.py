@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from navigator.addresses import is_machine_name, is_name, is_tool_name
 from navigator.catalog import Catalog
 from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
 from navigator.nodes import NodeConnections
+from navigator.validation.json_values import measure
 from registry import (
     AccessStore,
     CatalogStore,
@@ -100,10 +102,11 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
             result.refused.append({"name": name, "reason": "annotations is not an object"})
             continue
         definition = {k: v for k, v in tool.items() if k != "_meta"}
-        if _depth(definition) > MAX_DEFINITION_DEPTH:
+        size = measure(definition, sys.maxsize, sys.maxsize)  # no recursion, however deep
+        if size is not None and size.depth > MAX_DEFINITION_DEPTH:
             result.refused.append({"name": name, "reason": TOO_DEEP})
             continue
-        digest = _digest(definition)
+        digest = None if size is None else _digest(definition)
         if digest is None:
             result.refused.append({"name": name, "reason": NOT_JSON})
             continue
@@ -111,18 +114,6 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
         tools.append(NewTool(name=name, definition=definition, contract_digest=digest))
         result.registered.append(f"{prefix}/{name}")
     return tools
-
-
-def _depth(value: Any) -> int:
-    """How many levels of objects and arrays ``value`` nests, counted without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        value, level = stack.pop()
-        if isinstance(value, Mapping | list):
-            deepest = max(deepest, level)
-            members = value.values() if isinstance(value, Mapping) else value
-            stack.extend((member, level + 1) for member in members)
-    return deepest
 
 
 def _digest(definition: Mapping[str, Any]) -> str | None:

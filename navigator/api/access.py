@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-import httpx
+import httpx2
 from pydantic import AfterValidator, Field, StringConstraints
 
 from navigator.addresses import is_machine_name
@@ -54,11 +54,12 @@ def _printable(text: str) -> str:
 
 
 def _http_url(text: str) -> str:
-    """A URL the navigator can open: one that parses, with a host and a port in range (a
-    malformed one was stored, then answered as ``node_unavailable`` on every use)."""
+    """A URL the navigator can open — one its node client (``httpx2``) parses, with a host and a
+    port in range (a malformed one was stored, then answered as ``node_unavailable`` on every
+    use)."""
     try:
-        url = httpx.URL(text)
-    except httpx.InvalidURL:
+        url = httpx2.URL(text)
+    except httpx2.InvalidURL:
         raise ValueError("is not a URL") from None
     if not url.host or not (url.port is None or 0 < url.port < 65536):
         raise ValueError("has no host, or a port out of range")
