@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from bisect import insort
+from bisect import bisect_left
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -86,7 +87,10 @@ def _holder_words(holder: str) -> set[str]:
 
 @dataclass(slots=True)
 class _ToolText:
-    """One indexed text and the addresses of the documents that share it, in holder order.
+    """One indexed text and the addresses of the documents that share it, with their holders
+    beside them (a holder has at most one member: its tool of this key). Members are kept in
+    holder order, as ``seats`` lists holders — "web" before "web-1", which address order puts
+    after it.
 
     Its words are not kept: unindexing analyses the text again, which costs a removal what adding
     cost, and saves the index a copy of every text's words.
@@ -96,6 +100,24 @@ class _ToolText:
     text: _Text
     slot: int
     members: list[str]
+    holders: list[str]
+
+    def add(self, address: str, holder: str) -> None:
+        """Add a member in holder order."""
+        holders = self.holders
+        at = len(holders) if not holders or holder > holders[-1] else bisect_left(holders, holder)
+        self.members.insert(at, address)
+        holders.insert(at, holder)
+
+    def discard(self, holder: str) -> None:
+        at = self.position(holder)
+        if at is not None:
+            del self.members[at], self.holders[at]
+
+    def position(self, holder: str) -> int | None:
+        """Where the member on ``holder`` is, if it has one."""
+        at = bisect_left(self.holders, holder)
+        return at if at < len(self.holders) and self.holders[at] == holder else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +227,10 @@ class SearchIndex:
                 self._holders_by_word.setdefault(word, set()).add(document.holder)
         tool_text = self._texts.get(key)
         if tool_text is None:
-            tool_text = _ToolText(key, _text_of(document), -1, [])
+            tool_text = _ToolText(key, _text_of(document), -1, [], [])
             self._texts[key] = tool_text
             pending.append(tool_text)
-        insort(tool_text.members, document.address, key=_holder_of)
+        tool_text.add(document.address, document.holder)
         touched[key] = None
 
     def _detach(self, document: ToolDocument, touched: dict[_GroupKey, None]) -> None:
@@ -223,7 +245,7 @@ class SearchIndex:
                 holders.discard(document.holder)
                 if not holders:
                     del self._holders_by_word[word]
-        self._texts[key].members.remove(document.address)
+        self._texts[key].discard(document.holder)
         touched[key] = None
 
     def _settle(self, touched: dict[_GroupKey, None]) -> None:
@@ -242,7 +264,7 @@ class SearchIndex:
             wanted = _text_of(self._documents[tool_text.members[0]])
             if wanted != tool_text.text:
                 stale[tool_text.slot] = tool_text
-                replacement = _ToolText(key, wanted, -1, tool_text.members)
+                replacement = _ToolText(key, wanted, -1, tool_text.members, tool_text.holders)
                 self._texts[key] = replacement
                 replacements.append(replacement)
         self._index_texts(replacements)
@@ -349,9 +371,9 @@ class SearchIndex:
             bounds = scores.copy()
             for slot, bonus in self._slot_bonuses(bonuses).items():
                 bounds[slot] += bonus
-        if looked_at is not None:
-            bounds = np.where(looked_at, bounds, 0.0)
         candidates = np.flatnonzero(bounds > 0.0)
+        if looked_at is not None:
+            candidates = candidates[looked_at[candidates]]
         return first_hits(
             candidates,
             bounds,
@@ -394,7 +416,7 @@ class SearchIndex:
             texts, documents = self._postings.live(), len(self._documents)
             doubtful = None if refusals is None else self._slots_matching(refusals)
         for slot in self._by_slot if doubtful is None else doubtful:
-            permitted = self._permitted_members(slot, audience, permits)
+            permitted = len(self._permitted(self._by_slot[slot], audience, permits))
             texts[slot] = permitted > 0
             if reach is None:  # counted as permitted above
                 permitted -= len(self._by_slot[slot].members)
@@ -432,29 +454,31 @@ class SearchIndex:
             self._slot_terms.popitem(last=False)
         return kept
 
-    def _permitted_members(
-        self, slot: int, audience: Audience, permits: Callable[[str], bool]
-    ) -> int:
-        """How many members of a text the caller may call."""
-        tool_text = self._by_slot[slot]
+    @staticmethod
+    def _permitted(
+        tool_text: _ToolText, audience: Audience, permits: Callable[[str], bool]
+    ) -> Sequence[int]:
+        """The positions of the members the caller may call, ascending: a ``range`` when it may
+        call all of them. Where the grants decide a tool alike on every holder but a few
+        (``holder_exceptions``), only the members on those few are asked: a module on 500
+        machines costs a few lookups, not 500 decisions."""
+        members = tool_text.members
+        everyone = range(len(members))
+        if len(members) == 1:
+            return everyone if permits(members[0]) else ()
         role, name, _ = tool_text.key
-        if len(tool_text.members) == 1:
-            return int(permits(tool_text.members[0]))
         every = audience.permits_every_holder(role, name)
         if every is not None:
-            return len(tool_text.members) if every else 0
+            return everyone if every else ()
         exceptions = audience.holder_exceptions(role, name)
-        if exceptions is None or len(exceptions[1]) >= len(tool_text.members):
-            return sum(map(permits, tool_text.members))
-        answer, named = exceptions  # members on the holders named are asked, the rest answered
-        asked = [
-            address
-            for address in (f"{holder}/{role}/{name}" for holder in named)
-            if (document := self._documents.get(address)) is not None
-            and document.contract_digest == tool_text.key[2]
-        ]
-        others = len(tool_text.members) - len(asked)
-        return sum(map(permits, asked)) + (others if answer else 0)
+        if exceptions is None or len(exceptions[1]) >= len(members):
+            return [at for at in everyone if permits(members[at])]
+        answer, named = exceptions
+        asked = sorted(at for holder in named if (at := tool_text.position(holder)) is not None)
+        if not answer:
+            return [at for at in asked if permits(members[at])]
+        refused = {at for at in asked if not permits(members[at])}
+        return [at for at in everyone if at not in refused] if refused else everyone
 
     def _slots_matching(self, patterns: Sequence[Pattern]) -> Collection[int] | None:
         """The slots with a member one of ``patterns`` may match; ``None`` when one of them names
@@ -482,13 +506,10 @@ class SearchIndex:
 
         def permitted(slot: int) -> bool:
             tool_text = self._by_slot[slot]
-            role, name, _ = tool_text.key
-            every = audience.permits_every_holder(role, name)
-            if every is False:
-                return False
+            members = tool_text.members
             return any(
-                (within is None or within(address)) and (every or permits(address))
-                for address in tool_text.members
+                within is None or within(members[at])
+                for at in self._permitted(tool_text, audience, permits)
             )
 
         def visible(term: str) -> bool:
@@ -627,35 +648,40 @@ class SearchIndex:
         within: Callable[[str], bool] | None,
     ) -> Hit | None:
         tool_text = self._by_slot[slot]
-        role, name, _ = tool_text.key
-        every = audience.permits_every_holder(role, name)
-        if every is False:
-            return None
         members = tool_text.members
+        permitted = self._permitted(tool_text, audience, permits)
         if within is not None:
-            members = [address for address in members if within(address)]
-        permitted = members if every else [address for address in members if permits(address)]
+            permitted = [at for at in permitted if within(members[at])]
         if not permitted:
             return None
-        if bonuses:  # a member's holder is its address's first segment
-            score += max(bonuses.get(address.split("/", 1)[0], 0.0) for address in permitted)
+        if bonuses:  # the largest bonus of a permitted member's holder
+            score += max(
+                (
+                    bonus
+                    for holder, bonus in bonuses.items()
+                    if (at := tool_text.position(holder)) is not None and _holds(permitted, at)
+                ),
+                default=0.0,
+            )
         if score <= 0.0:
             return None
-        first = self._documents[permitted[0]]
+        first = self._documents[members[permitted[0]]]
         if len(permitted) == 1:
             return Hit(first.address, first, (), 1, score)
-        holders = tuple(_holder_of(address) for address in permitted)
+        holders = tuple(tool_text.holders) if len(permitted) == len(members) else (
+            itemgetter(*permitted)(tool_text.holders)
+        )  # fmt: skip
+        role, name, _ = tool_text.key
         return Hit(
             f"*/{role}/{name}", first, holders[: LIMITS.collapsed_holders], len(permitted), score,
             holders,
         )  # fmt: skip
 
 
-def _holder_of(address: str) -> str:
-    """The holder of a member's address: a text's members (one role, one tool name) are kept in
-    holder order, as ``seats`` lists holders — "web" before "web-1", which address order puts
-    after it."""
-    return address.split("/", 1)[0]
+def _holds(positions: Sequence[int], position: int) -> bool:
+    """Whether ascending ``positions`` hold ``position``."""
+    at = bisect_left(positions, position)
+    return at < len(positions) and positions[at] == position
 
 
 def _asked_once(permits: Callable[[str], bool]) -> Callable[[str], bool]:
@@ -791,19 +817,15 @@ class IndexBuild:
                 text = (document.title, document.description, document.parameters)
                 slot = self._next_slot
                 self._next_slot += 1
-                texts[key] = tool_text = _ToolText(key, text, slot, [address])
+                texts[key] = tool_text = _ToolText(key, text, slot, [address], [holder])
                 index._place(tool_text, slot)
                 self._queued.append((document.name, *text, document.role))
                 if len(self._queued) >= BUILD_BATCH:
                     self._flush()
                 continue
-            members = tool_text.members
-            if holder > _holder_of(members[-1]):
-                members.append(address)
-            else:
-                insort(members, address, key=_holder_of)
-                if members[0] == address:
-                    self._first_changed[key] = None
+            tool_text.add(address, holder)
+            if tool_text.holders[0] == holder:
+                self._first_changed[key] = None
 
     def _flush(self) -> None:
         batch, self._queued = self._queued, []

@@ -3,17 +3,18 @@
 Each distinct tool text has a stable slot number; slots freed by removals are reused, smallest
 first. Each term keeps three growable C arrays, read by a search as numpy views without copying:
 the slots that use it, per slot one byte of term frequency per field (capped at 255), and per slot
-the BM25F pseudo-frequency — the field-weighted, length-normalised sum — as a float32. So a search
-costs, per query term, one saturation and one scatter-add over that term's postings; adding a text
-appends a few bytes per term; removing texts compacts, in place, only the arrays of the terms they
-used.
+the saturated BM25F pseudo-frequency — the field-weighted, length-normalised sum, saturated by
+``k1`` — as a float32. So a search costs, per query term, one multiplication by the term's weight
+and one scatter-add over that term's postings; adding a text appends a few bytes per term; removing
+texts compacts, in place, only the arrays of the terms they used.
 
 A field's length counts its words once: a word kept as written beside its stem (``text.WRITTEN``)
 is not counted again, so a text's length does not depend on how many of its words are inflected.
-Length normalisation divides by each field's average length. To keep the stored pseudo-frequencies
-valid while texts come and go, the average used is quantised to steps of 2 %: it moves only when
-the true average has drifted that far. Then the normalisation's version changes, and each term
-recomputes its pseudo-frequencies, from the bytes it keeps, the next time a search reads it. The
+Length normalisation divides by each field's average length. To keep the stored saturated
+frequencies valid while texts come and go, the average used is quantised to steps of 2 %: it moves
+only when the true average has drifted that far. Then the normalisation's version changes, and each
+term recomputes its saturated frequencies, from the bytes it keeps, the next time a search reads
+it. The
 quantised average is a function of the indexed texts alone, so an index grown step by step scores
 exactly as one built in one go.
 """
@@ -47,24 +48,24 @@ _MERGE_PAIRS = 1 << 21
 
 
 class _TermPostings:
-    """The slots using one term, its per-field frequencies in each, and its pseudo-frequencies
-    as of normalisation ``version``."""
+    """The slots using one term, its per-field frequencies in each, and its saturated
+    pseudo-frequencies as of normalisation ``version``."""
 
-    __slots__ = ("frequencies", "pseudo", "slots", "version")
+    __slots__ = ("frequencies", "saturated", "slots", "version")
 
     def __init__(self, version: int) -> None:
         self.slots = array("i")
         self.frequencies = array("B")
-        self.pseudo = array("f")
+        self.saturated = array("f")
         self.version = version
 
 
 class _Block:
     """One batch's postings, not yet moved into their terms: its distinct terms in order, how
-    many postings each has, and the postings term by term (slots, frequencies, pseudo-frequencies
+    many postings each has, and the postings term by term (slots, frequencies, saturated frequencies
     as of normalisation ``version``)."""
 
-    __slots__ = ("counts", "frequencies", "pseudo", "slots", "terms", "version")
+    __slots__ = ("counts", "frequencies", "saturated", "slots", "terms", "version")
 
     def __init__(
         self,
@@ -72,14 +73,14 @@ class _Block:
         counts: npt.NDArray[np.intp],
         slots: npt.NDArray[np.int32],
         frequencies: npt.NDArray[np.uint8],
-        pseudo: npt.NDArray[np.float32],
+        saturated: npt.NDArray[np.float32],
         version: int,
     ) -> None:
         self.terms = terms
         self.counts = counts
         self.slots = slots
         self.frequencies = frequencies
-        self.pseudo = pseudo
+        self.saturated = saturated
         self.version = version
 
 
@@ -93,7 +94,7 @@ class PostingState:
     counts: list[int]
     slots: bytes
     frequencies: bytes
-    pseudo: bytes
+    saturated: bytes
     lengths: FloatArray
     length_sums: list[int]
     live: int
@@ -306,11 +307,11 @@ class PostingIndex:
         pair_slots = slot_array[pair_texts]
         # each text's coefficients once, then one row per posting: the same values
         coefficients = self._coefficients(self._lengths[slot_array])[pair_texts]
-        pseudo = self._pseudo(table, coefficients).astype(np.float32)
+        saturated = self._saturated(table, coefficients).astype(np.float32)
         bounds = np.flatnonzero(np.concatenate(([True], pair_terms[1:] != pair_terms[:-1])))
         counts = np.diff(np.append(bounds, len(pair_terms)))
         self._pending.append(
-            _Block(distinct, counts, pair_slots.astype(np.int32), table, pseudo, self._version)
+            _Block(distinct, counts, pair_slots.astype(np.int32), table, saturated, self._version)
         )
         self._pending_pairs += len(pair_terms)
         known, pending = self._terms, self._pending_terms
@@ -335,11 +336,11 @@ class PostingIndex:
         order = np.argsort(np.repeat(codes, counts), kind="stable")
         slots = np.concatenate([block.slots for block in blocks])[order]
         table = np.concatenate([block.frequencies for block in blocks])[order]
-        pseudo = np.concatenate([block.pseudo for block in blocks])[order]
+        saturated = np.concatenate([block.saturated for block in blocks])[order]
         uniform = all(block.version == self._version for block in blocks)
         slot_bytes = memoryview(slots.tobytes())
         frequency_bytes = memoryview(table.tobytes())
-        pseudo_bytes = memoryview(pseudo.tobytes())
+        saturated_bytes = memoryview(saturated.tobytes())
         totals = np.bincount(codes, weights=counts, minlength=len(merged)).astype(np.int64)
         ends = np.cumsum(totals).tolist()
         terms = self._terms
@@ -353,7 +354,7 @@ class PostingIndex:
                 postings.version = -1  # some entries predate the normalisation: recompute
             postings.slots.frombytes(slot_bytes[4 * start : 4 * end])
             postings.frequencies.frombytes(frequency_bytes[width * start : width * end])
-            postings.pseudo.frombytes(pseudo_bytes[4 * start : 4 * end])
+            postings.saturated.frombytes(saturated_bytes[4 * start : 4 * end])
             start = end
 
     def remove(self, texts: Mapping[int, Iterable[str]]) -> list[str]:
@@ -395,7 +396,7 @@ class PostingIndex:
             return False
         slots = np.frombuffer(postings.slots, dtype=np.int32)
         frequencies = np.frombuffer(postings.frequencies, dtype=np.uint8)
-        pseudo = np.frombuffer(postings.pseudo, dtype=np.float32)
+        saturated = np.frombuffer(postings.saturated, dtype=np.float32)
         positions = np.flatnonzero(dead[slots]).tolist()
         width = FIELD_COUNT
         write = positions[0]
@@ -407,12 +408,12 @@ class PostingIndex:
                 frequencies[write * width : (write + moved) * width] = frequencies[
                     start * width : end * width
                 ]
-                pseudo[write : write + moved] = pseudo[start:end]
+                saturated[write : write + moved] = saturated[start:end]
                 write += moved
-        del slots, frequencies, pseudo  # release the buffers before the arrays shrink
+        del slots, frequencies, saturated  # release the buffers before the arrays shrink
         del postings.slots[write:]
         del postings.frequencies[write * width :]
-        del postings.pseudo[write:]
+        del postings.saturated[write:]
         return True
 
     def export(self) -> PostingState:
@@ -426,7 +427,7 @@ class PostingIndex:
             counts=[len(entry.slots) for entry in postings],
             slots=b"".join([entry.slots.tobytes() for entry in postings]),
             frequencies=b"".join([entry.frequencies.tobytes() for entry in postings]),
-            pseudo=b"".join([entry.pseudo.tobytes() for entry in postings]),
+            saturated=b"".join([entry.saturated.tobytes() for entry in postings]),
             lengths=self._lengths,
             length_sums=list(self._length_sums),
             live=self._live,
@@ -442,7 +443,7 @@ class PostingIndex:
             raise ValueError("only an empty index is restored")
         slot_bytes = memoryview(state.slots)
         frequency_bytes = memoryview(state.frequencies)
-        pseudo_bytes = memoryview(state.pseudo)
+        saturated_bytes = memoryview(state.saturated)
         terms: dict[str, _TermPostings] = {}
         width = FIELD_COUNT
         start = 0
@@ -451,7 +452,7 @@ class PostingIndex:
             postings = terms[term] = _TermPostings(version)
             postings.slots.frombytes(slot_bytes[4 * start : 4 * end])
             postings.frequencies.frombytes(frequency_bytes[width * start : width * end])
-            postings.pseudo.frombytes(pseudo_bytes[4 * start : 4 * end])
+            postings.saturated.frombytes(saturated_bytes[4 * start : 4 * end])
             start = end
         self._terms = terms
         self._lengths = state.lengths
@@ -472,7 +473,8 @@ class PostingIndex:
         return slot
 
     def _renormalise(self) -> None:
-        """Requantise the average field lengths; a new value invalidates every pseudo-frequency."""
+        """Requantise the average field lengths; a new value invalidates every stored saturated
+        frequency."""
         averages = np.array([_quantised(total, self._live) for total in self._length_sums])
         if not np.array_equal(averages, self._averages):
             self._averages = averages
@@ -487,26 +489,30 @@ class PostingIndex:
         averages = self._averages if averages is None else averages
         return self._weights / ((1.0 - b) + b * (lengths / averages))
 
-    @staticmethod
-    def _pseudo(frequencies: npt.NDArray[np.uint8], coefficients: FloatArray) -> FloatArray:
-        """BM25F pseudo-frequencies: each row's weighted, normalised frequencies, summed field by
-        field in order (the same operations, in the same order, for one text or a thousand)."""
+    def _saturated(
+        self, frequencies: npt.NDArray[np.uint8], coefficients: FloatArray
+    ) -> FloatArray:
+        """Saturated BM25F pseudo-frequencies: each row's weighted, normalised frequencies,
+        summed field by field in order, then saturated (the same operations, in the same order,
+        for one text or a thousand), as stored: rounded to float32."""
         weighted = frequencies * coefficients
         pseudo = weighted[:, 0].copy()
         for field in range(1, FIELD_COUNT):
             pseudo += weighted[:, field]
-        return pseudo.astype(np.float32).astype(np.float64)
+        k1 = self._settings.k1  # RankingSettings.saturate, over every row at once
+        saturated = pseudo * (k1 + 1.0) / (pseudo + k1)
+        return saturated.astype(np.float32).astype(np.float64)
 
-    def _current_pseudo(self, postings: _TermPostings) -> npt.NDArray[np.float32]:
-        """A term's pseudo-frequencies, recomputed first if the normalisation moved since."""
+    def _current_saturated(self, postings: _TermPostings) -> npt.NDArray[np.float32]:
+        """A term's saturated frequencies, recomputed first if the normalisation moved since."""
         if postings.version != self._version:
             slots = np.frombuffer(postings.slots, dtype=np.int32)
             frequencies = np.frombuffer(postings.frequencies, dtype=np.uint8)
             table = frequencies.reshape(-1, FIELD_COUNT)
-            fresh = self._pseudo(table, self._coefficients(self._lengths[slots]))
-            postings.pseudo = array("f", fresh.astype(np.float32).tobytes())
+            fresh = self._saturated(table, self._coefficients(self._lengths[slots]))
+            postings.saturated = array("f", fresh.astype(np.float32).tobytes())
             postings.version = self._version
-        return np.frombuffer(postings.pseudo, dtype=np.float32)
+        return np.frombuffer(postings.saturated, dtype=np.float32)
 
     def scores(self, terms: Sequence[tuple[str, float]], among: Among | None = None) -> FloatArray:
         """BM25F score of every slot for the weighted terms (0 for slots that match none); with
@@ -527,23 +533,20 @@ class PostingIndex:
         if among is None or (
             among.terms is not None and np.array_equal(among.averages, self._averages)
         ):  # every posting as stored; with ``among``, at its idf (a lookup per term)
-            pseudo = np.concatenate([self._current_pseudo(p) for _, p in used])
+            saturated = np.concatenate([self._current_saturated(p) for _, p in used])
             counts = np.array([len(p.slots) for _, p in used])
             frequencies = counts
             if among is not None:
                 frequencies = np.array(self.document_frequencies([t for t, _ in present], among))
         else:
-            slots, pseudo, counts = self._among_postings(slots, [p for _, p in used], among)
+            slots, saturated, counts = self._among_postings(slots, [p for _, p in used], among)
             frequencies = counts
         texts = self._live if among is None else among.count
-        k1 = self._settings.k1
         factors = [
-            weight * bm25_idf(frequency, texts) * (k1 + 1.0)
+            weight * bm25_idf(frequency, texts)
             for (weight, _), frequency in zip(used, frequencies.tolist(), strict=True)
         ]
-        pseudo = pseudo.astype(np.float64)
-        contributions = np.repeat(np.asarray(factors, dtype=np.float64), counts) * pseudo
-        contributions /= pseudo + k1
+        contributions = np.repeat(np.asarray(factors, dtype=np.float64), counts) * saturated
         return np.bincount(slots, weights=contributions, minlength=self._next_slot).astype(
             np.float64, copy=False
         )
@@ -552,19 +555,19 @@ class PostingIndex:
         self, slots: npt.NDArray[np.int32], used: list[_TermPostings], among: Among
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.floating], npt.NDArray[np.intp]]:
         """The postings ``slots`` (the terms ``used``, end to end) of the texts ``among`` counts,
-        their pseudo-frequencies against those texts' average lengths (the stored ones when the
+        their saturated frequencies against those texts' average lengths (the stored ones when the
         averages are the index's), and how many each term keeps."""
         kept = among.texts[slots]
         counts = _segment_sums(kept, [len(p.slots) for p in used])
         slots = slots[kept]
         if np.array_equal(among.averages, self._averages):
-            pseudo = np.concatenate([self._current_pseudo(p) for p in used])[kept]
-            return slots, pseudo, counts
+            saturated = np.concatenate([self._current_saturated(p) for p in used])[kept]
+            return slots, saturated, counts
         table = np.concatenate(
             [np.frombuffer(p.frequencies, dtype=np.uint8) for p in used]
         ).reshape(-1, FIELD_COUNT)[kept]
         coefficients = self._coefficients(self._lengths[slots], among.averages)
-        return slots, self._pseudo(table, coefficients), counts
+        return slots, self._saturated(table, coefficients), counts
 
 
 def _segment_sums(flags: npt.NDArray[np.bool_], sizes: list[int]) -> npt.NDArray[np.intp]:

@@ -400,8 +400,36 @@ def test_permits_is_asked_only_about_tools_that_match_the_query() -> None:
         *uptime_on("db1", "db2"),
     )
     asked: list[str] = []
-    index.search("uptime", permits=asking(grants(*REFUSING_NOTHING), asked))
-    assert sorted(asked) == ["db1/node/uptime", "db2/node/uptime"]
+    page = index.search("uptime", permits=asking(grants(*REFUSING_NOTHING), asked))
+    assert [hit.address for hit in page.hits] == ["*/node/uptime"]
+    assert set(asked) <= {"db1/node/uptime", "db2/node/uptime"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "answer", "asked_about"),
+    [
+        # every holder but those named answered alike: allowed, one named holder refused
+        ((("h007", "deny"), ("h009/node/uptime", "allow"), ("*", "allow")), "all but h007",
+         ["h007/node/uptime", "h009/node/uptime"]),
+        # nothing allowed but the holders named
+        ((("h007", "allow"), ("h009/node/uptime", "allow"), ("zz9", "allow")), "h007 and h009",
+         ["h007/node/uptime", "h009/node/uptime"]),
+    ],
+)  # fmt: skip
+def test_a_tool_on_many_holders_is_asked_about_only_on_the_holders_grants_name(
+    rows: tuple[tuple[str, str], ...], answer: str, asked_about: list[str]
+) -> None:
+    holders = [f"h{n:03d}" for n in range(300)]
+    index = index_of(*uptime_on(*holders))
+    asked: list[str] = []
+    (hit,) = index.search("uptime", permits=asking(grants(*rows), asked)).hits
+    expected = [h for h in holders if h != "h007"] if answer == "all but h007" else ["h007", "h009"]
+    assert hit.address == "*/node/uptime"
+    assert hit.every_holder == tuple(expected)
+    assert hit.holders == tuple(expected[:16])
+    assert hit.holder_count == len(expected)
+    assert hit.document.address == f"{expected[0]}/node/uptime"
+    assert sorted(set(asked)) == asked_about
 
 
 def test_permits_is_asked_only_for_the_page_not_the_catalogue() -> None:
