@@ -134,12 +134,14 @@ _UNKNOWN: Any = object()
 
 
 def _weight(own: _Own | None) -> int:
-    """Roughly the bytes a kept part holds of its own: its entry, its flags and its term counts'
-    table (the terms themselves are the index's strings)."""
+    """Roughly the bytes a kept part holds of its own: its entry, its flags, its term counts'
+    table (the terms themselves are the index's strings) and the most its own postings grow
+    to."""
     if own is None:
         return 256
-    terms = own.among.terms
-    return 256 + own.among.texts.nbytes + (0 if terms is None else sys.getsizeof(terms))
+    among = own.among
+    terms = 0 if among.terms is None else sys.getsizeof(among.terms)
+    return 256 + among.texts.nbytes + terms + among.postings_bound
 
 
 class SearchIndex:

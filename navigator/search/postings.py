@@ -38,6 +38,8 @@ __all__ = ["Among", "PostingIndex", "PostingState"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+# term -> its postings among some texts: slots and saturated frequencies
+_OwnPostings = dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]
 
 _MAX_FREQUENCY = 255
 _INITIAL_SLOTS = 64
@@ -112,6 +114,12 @@ class Among:
     ``terms``, when known: how many of the texts on one side — those counted when ``counted`` is
     true, else those not counted — use each term; the smaller side's, so that a document
     frequency is a lookup rather than a pass over the term's postings.
+
+    ``postings``: when the counted texts are the side ``terms`` counts (a few thousand at most),
+    each term's postings among them as a search first reads them — slots and saturated
+    frequencies —, so that later searches of these texts read their own postings, not every
+    text's (a caller allowed one machine asks about a few hundred texts, not the index's
+    100,000). They hold at most ``postings_bound`` bytes.
     """
 
     texts: npt.NDArray[np.bool_]
@@ -119,6 +127,14 @@ class Among:
     averages: FloatArray
     terms: Mapping[str, int] | None = None
     counted: bool = True
+    postings: _OwnPostings | None = None
+
+    @property
+    def postings_bound(self) -> int:
+        """The most bytes ``postings`` can hold: every posting of the counted texts."""
+        if self.postings is None or self.terms is None:
+            return 0
+        return 8 * sum(self.terms.values()) + 256 * len(self.terms)
 
 
 def _length(terms: Sequence[str]) -> int:
@@ -232,7 +248,8 @@ class PostingIndex:
         else:
             totals = np.array(self._length_sums) - lengths[np.flatnonzero(~texts)].sum(axis=0)
         averages = np.array([_quantised(int(total), count) for total in totals.tolist()])
-        return Among(texts, count, averages, terms, counted)
+        own: _OwnPostings | None = {} if terms is not None and counted else None
+        return Among(texts, count, averages, terms, counted, own)
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -529,16 +546,24 @@ class PostingIndex:
         used = [(weight, self._terms[term]) for term, weight in present]
         if not used:
             return np.zeros(self._next_slot, dtype=np.float64)
-        slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
-        if among is None or (
+        if among is not None and among.postings is not None:  # the texts' own postings, kept
+            kept = among.postings
+            own = [self._own_postings(term, among, kept) for term, _ in present]
+            slots = np.concatenate([own_slots for own_slots, _ in own])
+            saturated = np.concatenate([own_saturated for _, own_saturated in own])
+            counts = np.array([len(own_slots) for own_slots, _ in own])
+            frequencies = counts
+        elif among is None or (
             among.terms is not None and np.array_equal(among.averages, self._averages)
         ):  # every posting as stored; with ``among``, at its idf (a lookup per term)
+            slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
             saturated = np.concatenate([self._current_saturated(p) for _, p in used])
             counts = np.array([len(p.slots) for _, p in used])
             frequencies = counts
             if among is not None:
                 frequencies = np.array(self.document_frequencies([t for t, _ in present], among))
         else:
+            slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
             slots, saturated, counts = self._among_postings(slots, [p for _, p in used], among)
             frequencies = counts
         texts = self._live if among is None else among.count
@@ -550,6 +575,31 @@ class PostingIndex:
         return np.bincount(slots, weights=contributions, minlength=self._next_slot).astype(
             np.float64, copy=False
         )
+
+    def _own_postings(
+        self,
+        term: str,
+        among: Among,
+        kept: _OwnPostings,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """A term's postings among the texts ``among`` counts, ``kept`` (its ``postings``): the
+        same slots and saturated frequencies, in the same order, as ``_among_postings`` gives."""
+        own = kept.get(term)
+        if own is None:
+            postings = self._terms[term]
+            slots = np.frombuffer(postings.slots, dtype=np.int32)
+            flags = among.texts[slots]
+            own_slots = slots[flags]
+            if np.array_equal(among.averages, self._averages):
+                saturated = self._current_saturated(postings)[flags]
+            else:
+                table = np.frombuffer(postings.frequencies, dtype=np.uint8)
+                coefficients = self._coefficients(self._lengths[own_slots], among.averages)
+                saturated = self._saturated(
+                    table.reshape(-1, FIELD_COUNT)[flags], coefficients
+                ).astype(np.float32)
+            own = kept[term] = (own_slots, saturated)
+        return own
 
     def _among_postings(
         self, slots: npt.NDArray[np.int32], used: list[_TermPostings], among: Among

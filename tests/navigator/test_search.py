@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import navigator.search.index as search_index
 from navigator.addresses import parse_pattern
 from navigator.grants import Caller, Permissions, compile_permissions
-from navigator.search import Hit, SearchIndex, ToolDocument, document_from_tool
+from navigator.search import Hit, SearchIndex, SearchPage, ToolDocument, document_from_tool
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
 from navigator.search.vocabulary import Vocabulary
 from registry import GrantRecord, GrantSnapshot
@@ -860,6 +860,24 @@ def test_tools_hidden_from_a_caller_never_move_its_own_results() -> None:
     # an administrator sees them all, and its statistics are the whole index's
     everyone = [hit.address for hit in index.search("rotate logs", permits=allow_all).hits]
     assert everyone[0] == "db1/files/show_logs"
+
+
+def test_a_callers_own_postings_follow_every_change_of_the_index() -> None:
+    """A caller allowed a few texts searches its own postings, kept as its searches read them:
+    after a change they are read again, so the page stays the one of an index of its tools."""
+    rotate = doc("db1/files/rotate", "Rotate the files.", title="Rotate")
+    logs = doc("db1/files/show_logs", "Show the logs and rotate them.", title="Logs")
+    index = index_of(rotate, doc("web1/ops/rotate", "Rotate the logs.", title="Rotate"))
+    db1 = grants(("db1", "allow"))
+
+    def page(of: SearchIndex) -> SearchPage:
+        return of.search("rotate logs", permits=db1)
+
+    assert [hit.address for hit in page(index).hits] == ["db1/files/rotate"]
+    index.upsert([logs])
+    assert page(index) == page(index_of(rotate, logs))
+    index.remove(["db1/files/rotate"])
+    assert page(index) == page(index_of(logs))
 
 
 operations = st.lists(
