@@ -548,7 +548,8 @@ class PostingIndex:
             return np.zeros(self._next_slot, dtype=np.float64)
         if among is not None and among.postings is not None:  # the texts' own postings, kept
             kept = among.postings
-            own = [self._own_postings(term, among, kept) for term, _ in present]
+            self._keep_own_postings([term for term, _ in present if term not in kept], among, kept)
+            own = [kept[term] for term, _ in present]
             slots = np.concatenate([own_slots for own_slots, _ in own])
             saturated = np.concatenate([own_saturated for _, own_saturated in own])
             counts = np.array([len(own_slots) for own_slots, _ in own])
@@ -576,30 +577,19 @@ class PostingIndex:
             np.float64, copy=False
         )
 
-    def _own_postings(
-        self,
-        term: str,
-        among: Among,
-        kept: _OwnPostings,
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """A term's postings among the texts ``among`` counts, ``kept`` (its ``postings``): the
-        same slots and saturated frequencies, in the same order, as ``_among_postings`` gives."""
-        own = kept.get(term)
-        if own is None:
-            postings = self._terms[term]
-            slots = np.frombuffer(postings.slots, dtype=np.int32)
-            flags = among.texts[slots]
-            own_slots = slots[flags]
-            if np.array_equal(among.averages, self._averages):
-                saturated = self._current_saturated(postings)[flags]
-            else:
-                table = np.frombuffer(postings.frequencies, dtype=np.uint8)
-                coefficients = self._coefficients(self._lengths[own_slots], among.averages)
-                saturated = self._saturated(
-                    table.reshape(-1, FIELD_COUNT)[flags], coefficients
-                ).astype(np.float32)
-            own = kept[term] = (own_slots, saturated)
-        return own
+    def _keep_own_postings(self, terms: list[str], among: Among, kept: _OwnPostings) -> None:
+        """Keep in ``kept`` (``among.postings``) the postings of ``terms`` among the texts
+        ``among`` counts: the slots and saturated frequencies ``_among_postings`` gives, found
+        for all the terms in one pass."""
+        if not terms:
+            return
+        used = [self._terms[term] for term in terms]
+        every = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for p in used])
+        slots, saturated, counts = self._among_postings(every, used, among)
+        saturated = saturated.astype(np.float32, copy=False)  # float32 values: nothing is lost
+        ends = np.cumsum(counts).tolist()
+        for term, start, end in zip(terms, [0, *ends[:-1]], ends, strict=True):
+            kept[term] = (slots[start:end], saturated[start:end])
 
     def _among_postings(
         self, slots: npt.NDArray[np.int32], used: list[_TermPostings], among: Among
