@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,11 @@ _OwnPostings = dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]]
 
 _MAX_FREQUENCY = 255
 _INITIAL_SLOTS = 64
+#: What one term's entry in ``Among.postings`` holds besides its postings' 8 bytes each: its pair
+#: of arrays (a tuple and two array headers) and at most its share of the dictionary's table.
+_OWN_ENTRY_BYTES = sys.getsizeof((None, None)) + 2 * sys.getsizeof(np.zeros(0, np.int32)) + 48
+#: The dictionary of ``Among.postings`` itself, before its entries' shares.
+_OWN_TABLE_BYTES = 256
 # Average field lengths are used rounded to a power of this ratio.
 _AVERAGE_STEP = math.log(1.02)
 # Batches are merged into their terms before any read, or once they hold this many postings.
@@ -134,7 +140,7 @@ class Among:
         """The most bytes ``postings`` can hold: every posting of the counted texts."""
         if self.postings is None or self.terms is None:
             return 0
-        return 8 * sum(self.terms.values()) + 256 * len(self.terms)
+        return 8 * sum(self.terms.values()) + _OWN_ENTRY_BYTES * len(self.terms) + _OWN_TABLE_BYTES
 
 
 def _length(terms: Sequence[str]) -> int:

@@ -1064,3 +1064,37 @@ def test_many_grant_sets_searching_in_turn_are_each_measured_once_per_change(
     for n, caller in callers:
         assert addresses(index, "sync calendar", permits=caller) == [f"m{n:03d}/app/sync_{n}"]
     assert len(measured) == 2 * len(callers)
+
+
+@pytest.mark.parametrize("machines", [1, 3, 20])
+def test_a_callers_own_postings_hold_no_more_than_their_bound(machines: int) -> None:
+    """A review: ``postings_bound`` allowed 256 bytes a term beside its postings, but a term's
+    entry holds a pair and two arrays (56 + 2 × 112 bytes) and its share of the dictionary, so a
+    part whose every term had been searched held a quarter more than its weight said, and the
+    cache of parts grew past ``KEPT_AUDIENCE_BYTES`` by as much."""
+    words = [f"word{n}x" for n in range(400)]
+    index = index_of(
+        *(
+            doc(f"m{n % 50:02d}/app/tool_{n}", " ".join(words[(n * k) % 400] for k in range(1, 4)))
+            for n in range(2000)
+        )
+    )
+    caller = grants(*((f"m{n:02d}", "allow") for n in range(machines)))
+    index.search("word1x", permits=caller)
+    own = index._own.lookup(caller.key, None)
+    assert own is not None
+    among = own.among
+    assert among.postings is not None and among.terms is not None
+    for term in among.terms:  # every term of the part read once, as searches would in turn
+        index._postings.scores([(term, 1.0)], among)
+    arrays = [array for entry in among.postings.values() for array in entry]
+    # a term's arrays may be views of one array found for several terms: its bytes count once
+    bases = {id(array.base): array.base for array in arrays if array.base is not None}
+    held = (
+        sys.getsizeof(among.postings)
+        + sum(sys.getsizeof(entry) for entry in among.postings.values())
+        + sum(sys.getsizeof(array) for array in arrays)
+        + sum(base.nbytes for base in bases.values())
+    )
+    assert len(among.postings) == len(among.terms)
+    assert held <= among.postings_bound
