@@ -116,8 +116,7 @@ class _ToolText:
 
     def position(self, holder: str) -> int | None:
         """Where the member on ``holder`` is, if it has one."""
-        at = bisect_left(self.holders, holder)
-        return at if at < len(self.holders) and self.holders[at] == holder else None
+        return _position(self.holders, holder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -661,7 +660,8 @@ class SearchIndex:
                 (
                     bonus
                     for holder, bonus in bonuses.items()
-                    if (at := tool_text.position(holder)) is not None and _holds(permitted, at)
+                    if (at := tool_text.position(holder)) is not None
+                    and _position(permitted, at) is not None
                 ),
                 default=0.0,
             )
@@ -680,10 +680,10 @@ class SearchIndex:
         )  # fmt: skip
 
 
-def _holds(positions: Sequence[int], position: int) -> bool:
-    """Whether ascending ``positions`` hold ``position``."""
-    at = bisect_left(positions, position)
-    return at < len(positions) and positions[at] == position
+def _position(ordered: Sequence[Any], value: Any) -> int | None:
+    """Where ``value`` stands in the ascending ``ordered``, if it does (by bisection)."""
+    at = bisect_left(ordered, value)
+    return at if at < len(ordered) and ordered[at] == value else None
 
 
 def _asked_once(permits: Callable[[str], bool]) -> Callable[[str], bool]:

@@ -522,9 +522,7 @@ class PostingIndex:
         pseudo = weighted[:, 0].copy()
         for field in range(1, FIELD_COUNT):
             pseudo += weighted[:, field]
-        k1 = self._settings.k1  # RankingSettings.saturate, over every row at once
-        saturated = pseudo * (k1 + 1.0) / (pseudo + k1)
-        return saturated.astype(np.float32).astype(np.float64)
+        return self._settings.saturate(pseudo).astype(np.float32).astype(np.float64)
 
     def _current_saturated(self, postings: _TermPostings) -> npt.NDArray[np.float32]:
         """A term's saturated frequencies, recomputed first if the normalisation moved since."""
@@ -560,19 +558,20 @@ class PostingIndex:
             saturated = np.concatenate([own_saturated for _, own_saturated in own])
             counts = np.array([len(own_slots) for own_slots, _ in own])
             frequencies = counts
-        elif among is None or (
-            among.terms is not None and np.array_equal(among.averages, self._averages)
-        ):  # every posting as stored; with ``among``, at its idf (a lookup per term)
-            slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
-            saturated = np.concatenate([self._current_saturated(p) for _, p in used])
-            counts = np.array([len(p.slots) for _, p in used])
-            frequencies = counts
-            if among is not None:
-                frequencies = np.array(self.document_frequencies([t for t, _ in present], among))
         else:
             slots = np.concatenate([np.frombuffer(p.slots, dtype=np.int32) for _, p in used])
-            slots, saturated, counts = self._among_postings(slots, [p for _, p in used], among)
-            frequencies = counts
+            if among is None or (
+                among.terms is not None and np.array_equal(among.averages, self._averages)
+            ):  # every posting as stored; with ``among``, at its idf (a lookup per term)
+                saturated = np.concatenate([self._current_saturated(p) for _, p in used])
+                counts = np.array([len(p.slots) for _, p in used])
+                frequencies = counts
+                if among is not None:
+                    terms_used = [t for t, _ in present]
+                    frequencies = np.array(self.document_frequencies(terms_used, among))
+            else:
+                slots, saturated, counts = self._among_postings(slots, [p for _, p in used], among)
+                frequencies = counts
         texts = self._live if among is None else among.count
         factors = [
             weight * bm25_idf(frequency, texts)

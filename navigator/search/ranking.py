@@ -16,6 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from navigator.search.text import WRITTEN, QueryWord
 from navigator.search.thesaurus import Related
@@ -25,6 +29,9 @@ __all__ = ["FIELDS", "FIELD_COUNT", "QueryPlan", "RankingSettings", "bm25_idf", 
 
 FIELDS: tuple[str, ...] = ("name", "title", "description", "parameters", "role")
 FIELD_COUNT = len(FIELDS)
+
+#: A pseudo-frequency, or a row of them
+_Frequency = TypeVar("_Frequency", float, npt.NDArray[np.float64])
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +77,9 @@ class RankingSettings:
         share = min(max((zipf - rare) / (common - rare), 0.0), 1.0)
         return 1.0 - share * (1.0 - self.common_weight)
 
-    def saturate(self, pseudo_frequency: float) -> float:
-        """BM25's term-frequency saturation of a (weighted, normalised) frequency."""
+    def saturate(self, pseudo_frequency: _Frequency) -> _Frequency:
+        """BM25's term-frequency saturation of a (weighted, normalised) frequency, or of each of
+        a row of them."""
         return pseudo_frequency * (self.k1 + 1.0) / (pseudo_frequency + self.k1)
 
 
