@@ -22,13 +22,21 @@ runs as the node's user: the node makes itself non-dumpable on Linux
 command as another user (``setpriv``/``sudo -u`` in the command).
 A ``tools/list_changed`` from the subprocess drops the provider's cached tool list at once.
 
+A line from the subprocess is read whole before it is parsed, so one that never ends would grow
+without bound: past ``LINE_CHARS`` the subprocess's output is closed, which ends the session
+(the calls in flight fail; the next request starts the subprocess again). No longer message is of
+use: the node sends the navigator at most 8 MiB in one request, and the navigator reads at most
+4 MiB of one answer.
+
 A call the subprocess has not answered within ``CALL_DEADLINE_S`` is given up, and the MCP
 client tells the subprocess it is cancelled: the navigator gives up its own request after its
 deadline (30 s by default) without the node seeing it go, so an answer that never comes would
 otherwise hold a call, and a thread of a synchronous server, for good.
 
 This leans on FastMCP internals (a client's ``_session_state``, the stdio transport's
-``_is_session_dead``, the provider's ``_tools_cache``); fastmcp is pinned, and a test covers each.
+``_is_session_dead``, the provider's ``_tools_cache``) and on the MCP SDK's stdio client reading
+the subprocess through the ``TextReceiveStream`` of its module; both are pinned, and a test
+covers each.
 """
 
 from __future__ import annotations
@@ -39,7 +47,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp.client.stdio
 import mcp_types
+from anyio.streams.text import TextReceiveStream
 from fastmcp import Client, FastMCP
 from fastmcp.client.logging import LogMessage
 from fastmcp.client.transports import StdioTransport
@@ -54,6 +64,7 @@ __all__ = ["StdioSession", "build_stdio_module"]
 
 INIT_TIMEOUT_S = 30.0  # how long the subprocess may take to answer the MCP handshake
 CALL_DEADLINE_S = 60.0  # how long a call may wait for the subprocess's answer
+LINE_CHARS = 8 << 20  # the longest line read from the subprocess: a registration's 8 MiB
 
 
 class StdioSession:
@@ -162,6 +173,31 @@ class CallDeadline(Middleware):
         with anyio.move_on_after(self.seconds):
             return await call_next(context)
         raise ToolError(f"the wrapped server did not answer within {self.seconds:g} s")
+
+
+class BoundedLines(TextReceiveStream):
+    """The subprocess's output as the MCP SDK's stdio client reads it, ended once a line passes
+    ``LINE_CHARS``. The client keeps what follows the last newline until the next one comes; a
+    chunk is at most 64 KiB, so it never holds much more than the bound."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open = 0  # characters read since the last newline
+
+    async def receive(self) -> str:
+        chunk = await super().receive()
+        newline = chunk.rfind("\n")
+        self._open = self._open + len(chunk) if newline < 0 else len(chunk) - newline - 1
+        if self._open > LINE_CHARS:
+            await self.transport_stream.aclose()  # the client drains it before the session ends
+            raise anyio.BrokenResourceError(
+                f"the wrapped server wrote a line longer than {LINE_CHARS} characters"
+            )
+        return chunk
+
+
+# Every stdio client of a node is this module's: the SDK's reader takes its stream from here.
+mcp.client.stdio.TextReceiveStream = BoundedLines  # type: ignore[attr-defined,misc]
 
 
 async def _drop_log(message: LogMessage) -> None:

@@ -136,6 +136,25 @@ async def test_a_crashed_subprocess_is_started_again(server: FastMCP) -> None:
     assert after["calls"] == 1
 
 
+async def test_an_endless_line_ends_the_session_not_the_node(
+    server: FastMCP, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's reader keeps a line until its newline comes: unbounded, a server that writes
+    one endless line would take the node's memory with it."""
+    monkeypatch.setattr("mesh.modules.stdio.LINE_CHARS", 1 << 20)
+    node = psutil.Process(os.getpid())
+    async with Client(server) as client:
+        before = await count(client)
+        resident = node.memory_info().rss
+        started = time.monotonic()
+        failed = await client.call_tool("endless", {}, raise_on_error=False)
+        assert failed.is_error
+        assert time.monotonic() - started < 30  # not the call's 60 s deadline
+        assert node.memory_info().rss - resident < 64 << 20
+        after = await count(client)
+    assert after["pid"] != before["pid"]  # the next call started the subprocess again
+
+
 async def test_the_subprocess_ends_with_the_server(server: FastMCP) -> None:
     async with Client(server) as client:
         pid = (await count(client))["pid"]
