@@ -11,6 +11,7 @@ import asyncio
 import gc
 import itertools
 import json
+import logging
 import operator
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,10 +28,20 @@ from navigator.limits import LIMITS
 from navigator.reads import off_loop_read, short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
-from registry import AssignmentPlace, CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
+from registry import (
+    AssignmentPlace,
+    CatalogRow,
+    CatalogStore,
+    MachineRecord,
+    NotFound,
+    Registry,
+    RegistryError,
+)
 from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
 
 __all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
+
+logger = logging.getLogger("meshnav.navigator.catalog")
 
 #: Log entries read at once when catching up; further behind than this, reload everything.
 CATCH_UP_PAGE = 1000
@@ -553,6 +564,16 @@ class Catalog:
         """
         async with self._changing:
             return await self._catch_up()
+
+    async def catch_up_after_write(self) -> None:
+        """Apply a change this navigator has just committed, so that its caller reads its own
+        write. Lost before it could be read back, the registry leaves the change to the follower
+        (``navigator.following``), which applies it from the log within a second of its return:
+        the write is made, and answering ``registry_unavailable`` would say it was not."""
+        try:
+            await self.catch_up()
+        except RegistryError:
+            logger.warning("registry lost after a change committed; the follower will apply it")
 
     async def _catch_up(self) -> int:
         changes = await short_read(

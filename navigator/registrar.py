@@ -138,10 +138,6 @@ class Registrar:
         self.catalog = catalog
         self.connections = connections
 
-    async def _changed(self) -> None:
-        """Bring this navigator up to date now; others follow the change log (and NOTIFY)."""
-        await self.catalog.catch_up()
-
     async def register_node(
         self,
         machine: str,
@@ -201,7 +197,7 @@ class Registrar:
                 {"name": f"mesh/{seat}", "reason": "another machine holds the seat"}
             )
         await self.connections.forget(advertise_url.rstrip("/") + "/")
-        await self._changed()
+        await self.catalog.catch_up_after_write()
         logger.info("node %s registered %d tools", machine, len(result.registered))
         return key, result
 
@@ -232,7 +228,7 @@ class Registrar:
         # closing the client failed every call in flight to that assignment.
         if spec.endpoint and not by_node:
             await self.connections.forget(spec.endpoint)
-        await self._changed()
+        await self.catalog.catch_up_after_write()
         return result
 
     async def bind(self, principal: str, machine: str) -> None:
@@ -263,7 +259,7 @@ class Registrar:
                     store.retire_assignment(machine, role)
 
         await anyio.to_thread.run_sync(write)
-        await self._changed()
+        await self.catalog.catch_up_after_write()
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
         if not is_name(seat):
@@ -274,7 +270,8 @@ class Registrar:
                 CatalogStore(session).place_seat(seat, machine, role)
 
         await anyio.to_thread.run_sync(write)
-        await self._changed()  # the seat's previous machine and its new one, both logged
+        # the seat's previous machine and its new one, both logged
+        await self.catalog.catch_up_after_write()
 
 
 def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:

@@ -102,7 +102,7 @@ async def add_machine(request: Request) -> dict[str, Any]:
     await found.transact(
         lambda session: CatalogStore(session).add_machine(body.name, advertise_url=body.advertise)
     )
-    await found.catalog.catch_up()
+    await found.catalog.catch_up_after_write()
     return {"machine": body.name, "status": found.catalog.machine_status(body.name)}
 
 
@@ -207,7 +207,7 @@ async def mark_tool(request: Request) -> dict[str, Any]:
     await found.transact(
         lambda session: CatalogStore(session).mark_tool(machine, role, tool, body.confirmation)
     )
-    await found.catalog.catch_up()
+    await found.catalog.catch_up_after_write()
     return {"tool": f"{machine}/{role}/{tool}", "confirmation": body.confirmation}
 
 

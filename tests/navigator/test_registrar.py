@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
+import pytest
 
 from navigator.registrar import MAX_DEFINITION_DEPTH, NOT_JSON, TOO_DEEP, AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore
+from registry import AccessStore, RegistryUnavailable
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -155,3 +157,32 @@ def _nested_list(levels: int) -> list[object]:
     for _ in range(levels):
         nested = [nested]
     return nested
+
+
+async def test_a_change_that_committed_is_answered_as_made_though_its_read_back_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry lost between the commit and this navigator's read of the change log: the
+    registration answered ``registry_unavailable`` for a change it had made. It answers what it
+    registered, and the follower applies the change from the log when the registry answers."""
+    import navigator.catalog
+
+    reads = navigator.catalog.short_read
+    lost = [True]
+
+    async def short_read(*args: Any) -> Any:
+        if lost[0]:
+            lost[0] = False
+            raise RegistryUnavailable()
+        return await reads(*args)
+
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        monkeypatch.setattr(navigator.catalog, "short_read", short_read)
+        spec = AssignmentSpec(role="books", module="books", tools=TOOLS)
+        result = await services.registrar.put_assignment("m1", spec)
+        assert not lost[0]  # the read back did fail
+        with anyio.fail_after(10):  # the follower's turn comes within a second
+            while not (live := sorted(tool.address for tool in services.catalog.tools())):
+                await anyio.sleep(0.05)
+    assert result.registered == live == ["m1/books/lookup"]
