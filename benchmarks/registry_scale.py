@@ -443,6 +443,7 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     import tracemalloc
 
     from navigator.catalog import Catalog
+    from navigator.reads import Progress
 
     process = psutil.Process()
     registry = Registry(url)
@@ -463,7 +464,7 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     elif mode == "functions":
         catalog = Catalog(registry)
         profiler = cProfile.Profile()
-        profiler.runcall(catalog._read_whole)  # what load() runs in a worker thread
+        profiler.runcall(catalog._read_whole, Progress())  # what load() runs in a worker thread
         stats = pstats.Stats(profiler)
         rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])  # type: ignore[attr-defined]
         figures["functions"] = [

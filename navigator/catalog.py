@@ -25,7 +25,7 @@ import anyio.to_thread
 
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
-from navigator.reads import off_loop_read, short_read
+from navigator.reads import Progress, long_read, off_loop_read, short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
 from registry import (
@@ -519,14 +519,14 @@ class Catalog:
             await self._load(meanwhile)
 
     async def _load(self, meanwhile: Callable[[], object] | None = None) -> None:
-        revision, keys, state = await anyio.to_thread.run_sync(self._read_whole, meanwhile)
+        revision, keys, state = await long_read(self.registry, self._read_whole, meanwhile)
         self.node_keys = keys
         self._state = state
         self.revision = revision
         self.generation += 1
 
     def _read_whole(
-        self, meanwhile: Callable[[], object] | None = None
+        self, progress: Progress, meanwhile: Callable[[], object] | None = None
     ) -> tuple[int, dict[str, bytes], _State]:
         state = _State()
         contracts = _Contracts(self._contracts)
@@ -543,8 +543,11 @@ class Catalog:
                 keys = store.node_keys()
                 for machine in store.machines():
                     state.put_machine(machine)
+                progress.tick()
                 for assignment, rows in _assignments(store.stream_catalog_rows()):
+                    progress.tick()
                     build.add(state.put_assignment(assignment, rows, contracts))
+            progress.done()
             build.finish(meanwhile)  # the transaction is over: the rest reads no row
             gc.freeze()
         except BaseException:

@@ -4,11 +4,14 @@ in microseconds, on a worker thread where it is across a network (``Registry.rea
 A read across the network is given up after ``STATEMENT_TIMEOUT_S``: a registry that keeps its
 connections open and never answers (a frozen or partitioned server, which TCP alone does not
 notice) is ``registry_unavailable`` in seconds, not when it wakes. The worker thread is left to
-finish on its own; a read changes nothing, so abandoning it loses nothing.
+finish on its own; a read changes nothing, so abandoning it loses nothing. A read too long for
+any one deadline (the whole catalogue) is given up instead once it has read nothing for as long.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
@@ -20,7 +23,7 @@ from registry.database import STATEMENT_TIMEOUT_S
 if TYPE_CHECKING:
     from registry import Registry
 
-__all__ = ["off_loop_read", "short_read"]
+__all__ = ["Progress", "long_read", "off_loop_read", "short_read"]
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -46,4 +49,54 @@ async def off_loop_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts
 async def _given_up(read: Callable[[*Ts], T], *args: *Ts) -> T:
     with anyio.move_on_after(STATEMENT_TIMEOUT_S):
         return await anyio.to_thread.run_sync(read, *args, abandon_on_cancel=True)
+    raise RegistryUnavailable()
+
+
+class Progress:
+    """When a long read last read something: it calls ``tick`` as its rows come, and ``done``
+    when the rest of its work reads nothing (building what it read may take longer)."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at = time.monotonic()
+
+    def tick(self) -> None:
+        self.at = time.monotonic()
+
+    def done(self) -> None:
+        self.at = math.inf
+
+
+async def long_read(registry: Registry, read: Callable[[Progress, *Ts], T], *args: *Ts) -> T:
+    """``read(progress, *args)`` on a worker thread, for as long as it takes while rows come; on
+    a networked registry given up (``RegistryUnavailable``) once it has read nothing for
+    ``STATEMENT_TIMEOUT_S``. A whole catalogue's load on a connection that never answered held
+    the follow loop for good, and every later change with it."""
+    progress = Progress()
+    if registry.reads_inline:
+        return await anyio.to_thread.run_sync(read, progress, *args)
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as watch:
+
+            async def watching() -> None:  # the deadline moves with the read's progress
+                while progress.at < math.inf:
+                    waited = time.monotonic() - progress.at
+                    scope.deadline = anyio.current_time() + STATEMENT_TIMEOUT_S - waited
+                    await anyio.sleep(STATEMENT_TIMEOUT_S / 10)
+                scope.deadline = math.inf
+
+            watch.start_soon(watching)
+            failure: Exception | None = None
+            try:  # its error leaves the task group as itself, not in an exception group
+                result = await anyio.to_thread.run_sync(
+                    read, progress, *args, abandon_on_cancel=True
+                )
+            except Exception as error:
+                failure = error
+            finally:
+                watch.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return result
     raise RegistryUnavailable()

@@ -361,6 +361,56 @@ async def test_a_catch_up_whose_connection_went_silent_gives_up_and_the_next_app
 
 
 @pytest.mark.postgres
+async def test_a_load_whose_connection_went_silent_gives_up_and_the_next_applies(
+    postgres_server: PostgresServer,
+) -> None:
+    """A whole catalogue's load (at start, or a catch-up too far behind the log) read every row
+    in a worker thread with no bound: on a connection that never answered, the follow loop
+    waited with it for good. It gives up once no row has come for the bound of one read."""
+    url = postgres_server.create_database("silent_load")
+    services = Services.create(NavigatorSettings(database_url=url))
+    proxy = _SilencingProxy(postgres_server.port)
+    spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
+    async with running(services):
+        await services.registrar.put_assignment("web1", spec)
+        registry = Registry(proxy.url(url))  # a second navigator's, across the network
+        catalog = Catalog(registry)
+        silenced = threading.Event()
+
+        def silence_at_the_catalogues_read(*arguments: object) -> None:  # SQLAlchemy's hook
+            if "tools.contract_digest" in str(arguments[2]) and not silenced.is_set():
+                silenced.set()
+                proxy.silence()
+
+        event.listen(registry.engine, "before_cursor_execute", silence_at_the_catalogues_read)
+        done = anyio.Event()
+        outcome: list[str] = []
+
+        async def loading() -> None:
+            try:
+                await catalog.load()
+                outcome.append("loaded")
+            except RegistryUnavailable:
+                outcome.append("registry unavailable")
+            done.set()
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(loading)
+                with anyio.move_on_after(STATEMENT_TIMEOUT_S * 3):
+                    await done.wait()
+                gave_up = list(outcome)
+                proxy.hang_up_silenced()  # a read still waiting ends now, whatever the code did
+            assert gave_up == ["registry unavailable"], "the load waited for good"
+            await catalog.load()
+            assert _addresses(catalog) == {"web1/logs/lookup"}
+        finally:
+            event.remove(registry.engine, "before_cursor_execute", silence_at_the_catalogues_read)
+            proxy.close()
+            registry.dispose()
+
+
+@pytest.mark.postgres
 async def test_a_prune_whose_connection_went_silent_does_not_hold_the_follower(
     postgres_server: PostgresServer,
 ) -> None:
