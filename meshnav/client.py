@@ -86,6 +86,9 @@ async def admin_request(
             response = await http.request(method, path, json=body, params=params)
         except httpx.HTTPError:
             raise unreachable from None
-    if response.status_code >= 400:
+    if not response.is_success:  # a redirect (a proxy sending http to https) is no answer either
         raise http_error(response)
-    return json.loads(response.content or b"null")
+    try:
+        return json.loads(response.content or b"null")
+    except ValueError:  # a page from whatever else answers at that URL
+        raise CommandError("the navigator answered with something other than JSON") from None

@@ -513,3 +513,63 @@ def test_a_navigator_whose_start_fails_says_so_in_one_line(
         .splitlines()[-1]
         .startswith("meshnav: the navigator could not start on http://")
     )
+
+
+@pytest.fixture
+def not_the_navigator() -> Any:
+    """A web server that is not the navigator — another service on the port, or a proxy that
+    redirects http to https — answering every request with the status it is given and a page."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        status = 200
+
+        def _answer(self) -> None:
+            body = b"<html><body>not the navigator</body></html>"
+            self.send_response(self.status)
+            self.send_header("Location", "https://127.0.0.1/elsewhere")
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def url(status: int) -> str:
+        Page.status = status
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("status", [200, 301, 308])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["principal", "list"],
+        ["grant", "list"],
+        ["principal", "add", "zed"],
+        ["retire", "db1"],
+        ["register", "db1", "r", "--endpoint", "http://127.0.0.1:9/mcp"],
+    ],
+)
+def test_an_answer_that_is_not_the_navigators_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, not_the_navigator: Any, status: int, arguments: list[str]
+) -> None:
+    """A page where the admin API's JSON was expected (a redirect to https, another service on
+    the port) raised a traceback: a redirect was taken for the API's answer, its page for JSON."""
+    for variable in ("MESHNAV_NAVIGATOR_URL", "MESHNAV_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    url = not_the_navigator(status)
+    result = CliRunner().invoke(app, [*arguments, "--navigator", url, "--token", "mnv_x"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert _one_line(result).startswith("meshnav: the navigator answered ")
