@@ -127,8 +127,8 @@ class Access:
     ) -> dict[str, Any]:
         try:
             parse_pattern(target)
-        except InvalidAddress:
-            raise CommandError("invalid_address: the target is not an address or pattern") from None
+        except InvalidAddress as error:  # as the API refuses it: with --json, its body
+            raise _command_error(error) from None
         body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
         if self.navigator_url:
             return dict(await self._api("POST", "/grants", body))
@@ -179,5 +179,5 @@ def _named(name: str) -> str:
     """A principal's name as one path segment. A name no principal can have (``..``, ``a/b``)
     is refused here, as the API would refuse it: it must not become another path."""
     if not is_principal_name(name):
-        raise CommandError("not_found: No such principal.")
+        raise _command_error(NotFound("No such principal."))
     return quote(name, safe="")

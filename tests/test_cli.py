@@ -573,3 +573,26 @@ def test_an_answer_that_is_not_the_navigators_is_one_line(
     result = CliRunner().invoke(app, [*arguments, "--navigator", url, "--token", "mnv_x"])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert _one_line(result).startswith("meshnav: the navigator answered ")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        (["grant", "allow", "alice", "db1//x"], "invalid_address"),
+        (["grant", "deny", "*", "DB1/*/*", "--navigator", "http://127.0.0.1:9"], "invalid_address"),
+        (["principal", "revoke", "a/b", "--navigator", "http://127.0.0.1:9"], "not_found"),
+        (["principal", "rotate", "..", "--navigator", "http://127.0.0.1:9"], "not_found"),
+    ],
+)
+def test_with_json_an_error_found_before_any_request_is_a_body_too(
+    invoke: Any, monkeypatch: pytest.MonkeyPatch, arguments: list[str], code: str
+) -> None:
+    """The command line refuses a bad target or a name no principal can have before it asks
+    the registry or the navigator; with ``--json`` that was a line of prose, where every other
+    refusal of the API's rules is the §9 body a script reads."""
+    monkeypatch.setenv("MESHNAV_TOKEN", "mnv_x")
+    result = invoke(*arguments, "--json", code=1)
+    assert result.stdout == ""
+    body = json.loads(result.stderr)
+    assert (body["error"], body["status"]) == (code, 400 if code == "invalid_address" else 404)
+    assert _one_line(invoke(*arguments, code=1)).startswith(f"meshnav: {code}: ")
