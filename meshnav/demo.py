@@ -32,7 +32,7 @@ from navigator.app import build_app
 from navigator.catalog import Catalog
 from navigator.settings import NavigatorSettings
 from navigator.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
-from registry import AccessStore, NotFound, Registry, migrate
+from registry import AccessStore, Conflict, NotFound, Registry, migrate
 
 __all__ = ["run_demo"]
 
@@ -88,6 +88,11 @@ def _token_for(store: AccessStore, name: str, scopes: list[str], machine: str | 
         store.rotate_principal(name, token_hash=hash_token(token))
     except NotFound:
         store.add_principal(name, scopes=scopes, token_hash=hash_token(token), machine=machine)
+    except Conflict:  # revoked (final) or expired by an operator: this registry cannot serve
+        raise CommandError(
+            f"the demo's principal {name} was revoked or has expired in this registry;"
+            " give the demo another --data DIR"
+        ) from None
     return token
 
 

@@ -19,7 +19,7 @@ from meshnav.cli import app, main, spread_values
 from meshnav.client import navigator_base
 from meshnav.serve import listening_socket
 from registry import HEAD_REVISION
-from tests.harness import free_port
+from tests.harness import free_port, free_ports
 
 
 @pytest.fixture
@@ -596,3 +596,29 @@ def test_with_json_an_error_found_before_any_request_is_a_body_too(
     body = json.loads(result.stderr)
     assert (body["error"], body["status"]) == (code, 400 if code == "invalid_address" else 404)
     assert _one_line(invoke(*arguments, code=1)).startswith(f"meshnav: {code}: ")
+
+
+@pytest.mark.parametrize("principal", ["demo", "node-db2"])
+def test_a_demo_whose_principal_was_revoked_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, principal: str
+) -> None:
+    """A demo started again rotates its principals' tokens; one an operator revoked in its
+    registry cannot be (revocation is final), and the demo ended in a traceback."""
+    for variable in ("MESHNAV_NAVIGATOR_URL", "MESHNAV_TOKEN", "MESHNAV_DATABASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    data = tmp_path / "demo"
+    data.mkdir(mode=0o700)
+    database = f"sqlite:///{data / 'registry.db'}"
+    runner = CliRunner()
+    for arguments in (
+        ["migrate"],
+        ["principal", "add", principal],
+        ["principal", "revoke", principal],
+    ):
+        assert runner.invoke(app, [*arguments, "--database", database]).exit_code == 0
+    port = free_ports(4)
+    line = _one_line(
+        runner.invoke(app, ["demo", "--listen", f"127.0.0.1:{port}", "--data", str(data)])
+    )
+    assert f"principal {principal}" in line and "--data" in line
+    assert not (data / "demo.token").exists()
