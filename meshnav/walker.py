@@ -3,6 +3,7 @@ the token and says in one line why it failed, one call, and the mesh listed two 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Generator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,6 +44,11 @@ async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHt
     base, unreachable = navigator_base(url, token)
     bearer = _Bearer(token)
     transport = StreamableHttpTransport(base + "/mcp", auth=bearer)
+    # The SDK logs lines of its own on a failure ("Unexpected content type: text/html") before
+    # the one line this session says; a command's error is that line alone (SPEC §13).
+    sdk = logging.getLogger("mcp.client")
+    level = sdk.level
+    sdk.setLevel(logging.CRITICAL)
     try:
         async with Client(transport, timeout=60) as client:
             yield client
@@ -54,6 +60,8 @@ async def mcp_session(url: str, token: str) -> AsyncIterator[Client[StreamableHt
         if isinstance(error.__cause__, httpx2.TransportError):
             raise unreachable from None
         raise
+    finally:
+        sdk.setLevel(level)
 
 
 async def walker_call(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:

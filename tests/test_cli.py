@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -573,6 +574,26 @@ def test_an_answer_that_is_not_the_navigators_is_one_line(
     result = CliRunner().invoke(app, [*arguments, "--navigator", url, "--token", "mnv_x"])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert _one_line(result).startswith("meshnav: the navigator answered ")
+
+
+@pytest.mark.parametrize(("arguments", "status"), [(["search", "disk"], 200), (["mesh"], 308)])
+def test_a_walker_command_answered_by_something_else_says_so_in_one_line(
+    not_the_navigator: Any, arguments: list[str], status: int
+) -> None:
+    """The MCP client logged its own ERROR lines ("Unexpected content type: text/html") on
+    stderr before the command's one line: a process of its own, where they reach stderr."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MESHNAV_")}
+    url = not_the_navigator(status)
+    result = subprocess.run(
+        [sys.executable, "-m", "meshnav", *arguments, "--navigator", url, "--token", "mnv_x"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith("meshnav: ") and result.stderr.count("\n") == 1, result.stderr
 
 
 @pytest.mark.parametrize(
