@@ -178,10 +178,14 @@ class CallDeadline(Middleware):
 class BoundedLines(TextReceiveStream):
     """The subprocess's output as the MCP SDK's stdio client reads it, ended once a line passes
     ``LINE_CHARS``. The client keeps what follows the last newline until the next one comes; a
-    chunk is at most 64 KiB, so it never holds much more than the bound."""
+    chunk is at most 64 KiB, so it never holds much more than the bound.
+
+    Bytes that are not UTF-8 are read as U+FFFD: decoded strictly, as the SDK asks, they ended
+    its reader without ending the session, and every call then waited out its deadline while
+    the subprocess lived on. Such a line is now one that is not JSON, which the session skips."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **{**kwargs, "errors": "replace"})
         self._open = 0  # characters read since the last newline
 
     async def receive(self) -> str:

@@ -155,6 +155,22 @@ async def test_an_endless_line_ends_the_session_not_the_node(
     assert after["pid"] != before["pid"]  # the next call started the subprocess again
 
 
+async def test_a_line_that_is_not_utf_8_does_not_wedge_the_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's reader decoded strictly, and its decoding error ended the reader without ending
+    the session: that call and every later one waited out the deadline, for good, with the
+    subprocess alive. Such a line is read as any other line that is not JSON."""
+    monkeypatch.setattr("mesh.modules.stdio.CALL_DEADLINE_S", 5.0)
+    async with Client(build_stdio_module("echo", COMMAND)) as client:
+        before = await count(client)
+        stray = await client.call_tool("stray", {}, raise_on_error=False)
+        after = await count(client)
+    assert not stray.is_error, stray
+    assert after["pid"] == before["pid"]
+    assert after["calls"] == before["calls"] + 1
+
+
 async def test_the_subprocess_ends_with_the_server(server: FastMCP) -> None:
     async with Client(server) as client:
         pid = (await count(client))["pid"]
