@@ -143,6 +143,11 @@ class TableDescription(BaseModel):
     columns: list[Column]
     indexes: list[Index]
     foreign_keys: list[ForeignKey]
+    truncated: bool = Field(
+        default=False,
+        description="True when its columns, indexes and foreign keys passed 1.5 MiB; those"
+        " that fit are given.",
+    )
 
 
 class Blob(BaseModel):
@@ -334,26 +339,33 @@ def _list_tables(
 
 
 def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """The table's columns, indexes and foreign keys, in that order, no more than the answer's
+    budget holds: index names (a caller with ``execute`` makes as many as it likes) and a view's
+    columns may each be as long as a value (1 MiB)."""
     sql = "SELECT type FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?"
     kind = conn.execute(sql, (table,)).fetchone()
     if kind is None:
         return None
-    columns = [
-        Column(name=n, type=t, notnull=bool(nn), default=d, pk=pk)
-        for n, t, nn, d, pk in conn.execute(
-            'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)', (table,)
-        )
-    ]
-    indexes = [
-        Index(name=n, unique=bool(u), origin=o, partial=bool(p), columns=[])
-        for n, u, o, p in conn.execute(
-            'SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name',
-            (table,),
-        ).fetchall()
-    ]
-    for index in indexes:
+    budget = RowBudget()
+    described: dict[str, Any] = {"type": kind[0], "columns": [], "indexes": [], "foreign_keys": []}
+    for n, t, nn, d, pk in conn.execute(
+        'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)', (table,)
+    ):
+        column = Column(name=n, type=t, notnull=bool(nn), default=d, pk=pk)
+        if not budget.admits([column]):
+            return {**described, "truncated": True}
+        described["columns"].append(column)
+    for n, u, o, p in conn.execute(
+        'SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name', (table,)
+    ):
+        if len(n) > budget.left:  # past the budget before its columns are read
+            return {**described, "truncated": True}
         sql = "SELECT name FROM pragma_index_info(?) ORDER BY seqno"
-        index.columns = [c for (c,) in conn.execute(sql, (index.name,))]
+        columns = [c for (c,) in conn.execute(sql, (n,))]
+        index = Index(name=n, unique=bool(u), origin=o, partial=bool(p), columns=columns)
+        if not budget.admits([index]):
+            return {**described, "truncated": True}
+        described["indexes"].append(index)
     keys: dict[int, ForeignKey] = {}
     sql = 'SELECT id, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?)'
     for key_id, parent, source, target, on_update, on_delete in conn.execute(
@@ -367,12 +379,11 @@ def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
         )
         key.columns.append(source)
         key.references.append(target)
-    return {
-        "type": kind[0],
-        "columns": columns,
-        "indexes": indexes,
-        "foreign_keys": [*keys.values()],
-    }
+    for key in keys.values():  # all of them within the CREATE TABLE, a value's 1 MiB
+        if not budget.admits([key]):
+            return {**described, "truncated": True}
+        described["foreign_keys"].append(key)
+    return described
 
 
 def _query(

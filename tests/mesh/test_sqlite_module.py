@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -450,3 +451,32 @@ async def test_list_tables_stops_at_the_answers_size_as_well(tmp_path: Path) -> 
     assert listed["truncated"] is True
     assert 0 < len(listed["tables"]) < len(names)
     assert sum(len(t["name"]) for t in listed["tables"]) <= MAX_ANSWER_BYTES
+
+
+async def test_describe_table_stops_at_the_answers_size_as_well(tmp_path: Path) -> None:
+    """A review: a table's indexes had no bound, in number or in the length of their names (a
+    name may be as long as a value, 1 MiB), and a caller with ``execute`` can make them: 200
+    indexes made an 80 MB description, built in the node's memory for every caller who read it,
+    past what the navigator reads. So did a view's columns, each named by a table's long
+    column. Columns, indexes and foreign keys stop at the answer's budget, with ``truncated``."""
+    long = make_db(tmp_path / "long.db", "CREATE TABLE t (a);")
+    async with Client(build_sqlite_module([long])) as client:
+        for n in range(10):  # 3 MB of index names
+            await ok(
+                client,
+                "execute",
+                database="long",
+                sql=f'CREATE INDEX "i{n}_{"x" * 300_000}" ON t(a)',
+            )
+        for n in range(10):  # 3 MB of column names, one view
+            await ok(
+                client, "execute", database="long", sql=f'CREATE TABLE c{n} ("{n}{"y" * 300_000}")'
+            )
+        tables = ", ".join(f"c{n}" for n in range(10))
+        await ok(client, "execute", database="long", sql=f"CREATE VIEW v AS SELECT * FROM {tables}")
+        indexed = await ok(client, "describe_table", database="long", table="t")
+        viewed = await ok(client, "describe_table", database="long", table="v")
+    for described, listed in ((indexed, indexed["indexes"]), (viewed, viewed["columns"])):
+        assert described["truncated"] is True
+        assert 0 < len(listed) < 10
+        assert len(json.dumps(described)) <= MAX_ANSWER_BYTES
