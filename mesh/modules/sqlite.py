@@ -280,7 +280,6 @@ def _connect(
     """A connection whose statements are interrupted ``time_limit_s`` from now, closed after."""
     uri = f"{path.as_uri()}?mode={mode}"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     open_ = threading.Lock()  # held by the interrupt, so that it never meets a closed connection
 
     def interrupt() -> None:
@@ -292,11 +291,13 @@ def _connect(
     deadline = threading.Timer(time_limit_s, interrupt)
     deadline.start()
     try:
-        # The column limit holds for the CREATE TABLE statements SQLite parses when it reads
-        # the schema too: read it first, or one table of more columns (SQLite allows 2,000)
-        # made the whole database "corrupt" to every statement.
+        # The column and length limits hold for the CREATE statements SQLite parses when it
+        # reads the schema too: read it first, or one table of more columns (SQLite allows
+        # 2,000) made the whole database "corrupt" to every statement, and one statement
+        # longer than a value made every statement's value "too long".
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()
         conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         yield conn
     finally:
         deadline.cancel()

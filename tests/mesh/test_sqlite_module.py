@@ -438,6 +438,31 @@ async def test_a_table_wider_than_a_statement_may_name_leaves_its_database_usabl
     assert count(database, "small") == 2
 
 
+async def test_a_schema_statement_longer_than_a_value_leaves_its_database_usable(
+    tmp_path: Path,
+) -> None:
+    """As the column bound was: the 1 MiB bound on a value (``SQLITE_LIMIT_LENGTH``) held for
+    the ``CREATE`` statements SQLite reads with the schema too, so one view of a 2 MB literal
+    made every call on its database, of any table, answer that a value is too long."""
+    database = make_db(
+        tmp_path / "long.db",
+        f"CREATE VIEW v AS SELECT '{'x' * 2_000_000}' AS a;"
+        " CREATE TABLE small (a); INSERT INTO small VALUES (1);",
+    )
+    async with Client(build_sqlite_module([database])) as long:
+        listed = await ok(long, "list_tables", database="long")
+        assert [t["name"] for t in listed["tables"]] == ["small", "v"]
+        assert (await ok(long, "query", database="long", sql="SELECT a FROM small"))["rows"] == [
+            [1]
+        ]
+        assert (await ok(long, "execute", database="long", sql="INSERT INTO small VALUES (2)"))[
+            "rowcount"
+        ] == 1
+        text = await refused(long, "query", database="long", sql="SELECT a FROM v")
+        assert "longer than this module's limit" in text
+    assert count(database, "small") == 2
+
+
 async def test_list_tables_stops_at_the_answers_size_as_well(tmp_path: Path) -> None:
     """A review: the thousand names were not bounded in length, and a name may be as long as a
     value (1 MiB), so a thousand long names made a 1 GB answer, built in the node's memory and
