@@ -42,8 +42,11 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools import Tool
 from mcp_types import ToolAnnotations
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq.abc import PGcancel
+from psycopg.types.datetime import DateLoader, TimeLoader, TimestampLoader, TimestamptzLoader
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
@@ -156,6 +159,8 @@ def build_postgres_module(
                 async with await psycopg.AsyncConnection.connect(
                     conninfo, autocommit=True, connect_timeout=connect_timeout_s
                 ) as conn:
+                    for name, loader in _DATE_LOADERS.items():
+                        conn.adapters.register_loader(name, loader)
                     cancel = conn.pgconn.get_cancel()
                     try:
                         await conn.set_read_only(True)
@@ -306,6 +311,28 @@ async def _cancel_on_server(cancel: PGcancel) -> None:
     # psycopg.Error: the server is gone or refused, and there is nothing left to stop there
     with anyio.move_on_after(CANCEL_S, shield=True), contextlib.suppress(psycopg.Error):
         await anyio.to_thread.run_sync(cancel.cancel, abandon_on_cancel=True)
+
+
+def _as_printed(loader: type[Loader]) -> type[Loader]:
+    """``loader``, giving a value Python's dates cannot hold (``infinity``, a date BC, 24:00) as
+    PostgreSQL prints it: psycopg refused it, and with it the whole query."""
+
+    class AsPrinted(loader):  # type: ignore[misc,valid-type]
+        def load(self, data: Buffer) -> Any:
+            try:
+                return super().load(data)
+            except psycopg.DataError:
+                return bytes(data).decode()
+
+    return AsPrinted
+
+
+_DATE_LOADERS = {
+    "date": _as_printed(DateLoader),
+    "time": _as_printed(TimeLoader),
+    "timestamp": _as_printed(TimestampLoader),
+    "timestamptz": _as_printed(TimestamptzLoader),
+}
 
 
 def _cell(value: Any) -> JsonValue:

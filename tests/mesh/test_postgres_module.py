@@ -181,6 +181,25 @@ async def test_query_returns_columns_and_json_rows(client: Client[Any]) -> None:
     }
 
 
+async def test_dates_python_cannot_hold_come_back_as_postgresql_prints_them(
+    client: Client[Any],
+) -> None:
+    """``infinity``, a date before the year 1 or a time of 24:00 is a value PostgreSQL reads and
+    Python's dates cannot hold: psycopg's loader refused it, and the whole query failed, blaming
+    its parameters. Such a value is given as PostgreSQL prints it; the others as before."""
+    sql = (
+        "SELECT 'infinity'::date, '-infinity'::timestamp, 'infinity'::timestamptz,"
+        " '0044-03-15 BC'::date, '24:00'::time, '2024-05-01'::date, '2024-05-01 12:30'::timestamp"
+    )
+    answer = await ok(client, "query", sql=sql)
+    assert answer["rows"] == [
+        [
+            "infinity", "-infinity", "infinity", "0044-03-15 BC", "24:00:00", "2024-05-01",
+            "2024-05-01T12:30:00",
+        ]
+    ]  # fmt: skip
+
+
 async def test_an_empty_result_still_names_its_columns(client: Client[Any]) -> None:
     answer = await ok(client, "query", sql="SELECT id, name FROM customers WHERE false")
     assert answer == {"columns": ["id", "name"], "rows": [], "truncated": False}
