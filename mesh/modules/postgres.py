@@ -47,6 +47,7 @@ from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq.abc import PGcancel
 from psycopg.types.datetime import DateLoader, TimeLoader, TimestampLoader, TimestamptzLoader
+from psycopg.types.string import TextLoader
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
@@ -159,7 +160,7 @@ def build_postgres_module(
                 async with await psycopg.AsyncConnection.connect(
                     conninfo, autocommit=True, connect_timeout=connect_timeout_s
                 ) as conn:
-                    for name, loader in _DATE_LOADERS.items():
+                    for name, loader in _LOADERS.items():
                         conn.adapters.register_loader(name, loader)
                     cancel = conn.pgconn.get_cancel()
                     try:
@@ -327,11 +328,14 @@ def _as_printed(loader: type[Loader]) -> type[Loader]:
     return AsPrinted
 
 
-_DATE_LOADERS = {
+_LOADERS: dict[str, type[Loader]] = {
     "date": _as_printed(DateLoader),
     "time": _as_printed(TimeLoader),
     "timestamp": _as_printed(TimestampLoader),
     "timestamptz": _as_printed(TimestamptzLoader),
+    # as PostgreSQL prints it: Python's timedelta has no months ("1 mon" came back as
+    # "30 days, 0:00:00") and no sign of its own ("-1 days, 23:00:00" for an hour ago)
+    "interval": TextLoader,
 }
 
 
@@ -351,7 +355,7 @@ def _cell(value: Any) -> JsonValue:
         return {str(key): _cell(item) for key, item in value.items()}
     if isinstance(value, Decimal):
         return str(value)
-    return str(value)  # intervals, UUIDs, network addresses, ranges
+    return str(value)  # UUIDs, network addresses, ranges
 
 
 def _tool_error(exc: Exception, statement_timeout_s: float) -> ToolError:

@@ -200,6 +200,13 @@ async def test_dates_python_cannot_hold_come_back_as_postgresql_prints_them(
     ]  # fmt: skip
 
 
+async def test_intervals_come_back_as_postgresql_prints_them(client: Client[Any]) -> None:
+    """Loaded as Python's timedelta, a month was 30 days and an hour ago "-1 days, 23:00:00"."""
+    sql = "SELECT interval '1 month', interval '-1 hour', ARRAY[interval '1 year 2 days']"
+    answer = await ok(client, "query", sql=sql)
+    assert answer["rows"] == [["1 mon", "-01:00:00", ["1 year 2 days"]]]
+
+
 async def test_an_empty_result_still_names_its_columns(client: Client[Any]) -> None:
     answer = await ok(client, "query", sql="SELECT id, name FROM customers WHERE false")
     assert answer == {"columns": ["id", "name"], "rows": [], "truncated": False}
