@@ -140,15 +140,26 @@ class NodeAgent:
             )
         if response.status_code != 200:
             raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
-        answer = response.json()
+        try:  # whatever else answers at the navigator's URL (a proxy's page) is asked again
+            answer = response.json()
+            registered_at = float(answer["registeredAt"])
+            key = base64.b64decode(answer["key"], validate=True)
+            if len(key) < KEY_BYTES:  # the empty key would sign a call token for anyone
+                raise ValueError("not a node key")
+            registered = len(answer["registered"])
+            refusals = [(str(r["name"]), str(r["reason"])) for r in answer.get("refused", [])]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise EnrolmentFailed(
+                "The navigator's answer is not a registration.", transient=True
+            ) from None
         for assignment, tools in listed:  # pushed once the navigator took them, not before
             self._pushed[assignment.role] = digest(tools)
         if self.registered_at is None:  # a later registration keeps this process's memory
-            self.registered_at = float(answer["registeredAt"])
-        self.key = base64.b64decode(answer["key"])
-        for refused in answer.get("refused", []):
-            logger.warning("navigator refused tool %s: %s", refused["name"], refused["reason"])
-        logger.info("registered %s with %d tools", self.settings.name, len(answer["registered"]))
+            self.registered_at = registered_at
+        self.key = key
+        for name, reason in refusals:
+            logger.warning("navigator refused tool %s: %s", name, reason)
+        logger.info("registered %s with %d tools", self.settings.name, registered)
 
     async def enrol(self) -> None:
         """Register, retrying with backoff while the navigator is away or cannot serve (its
@@ -216,6 +227,10 @@ class NodeAgent:
             await self.push_changes()
         except httpx.HTTPError:
             logger.info("tool list push failed: navigator not reachable")
+
+
+#: The shortest call-token key a node takes: the navigator's are 32 bytes (``NODE_KEY_BYTES``).
+KEY_BYTES = 32
 
 
 def _code(response: httpx.Response) -> str:

@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client, FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mesh.agent import NodeAgent
@@ -28,15 +28,17 @@ ECHO = Path(__file__).parent / "fixtures" / "echo_server.py"
 
 
 def _navigator(answers: list[tuple[int, str]]) -> tuple[Starlette, list[int]]:
-    """A navigator's registration route that answers ``answers`` in turn (status, §9 code), then
-    takes the registration; the statuses it gave are recorded."""
+    """A navigator's registration route that answers ``answers`` in turn (status, §9 code; for
+    a 200, the body itself), then takes the registration; the statuses it gave are recorded."""
     given: list[int] = []
 
-    async def register(request: Request) -> JSONResponse:
+    async def register(request: Request) -> Response:
         await request.json()
         if len(given) < len(answers):
             status, code = answers[len(given)]
             given.append(status)
+            if status == 200:
+                return Response(code, 200, media_type="text/html")
             return JSONResponse({"error": code, "status": status, "message": "…"}, status)
         given.append(200)
         key = base64.b64encode(b"k" * 32).decode()
@@ -79,6 +81,25 @@ async def test_a_refusal_of_the_node_is_final(status: int, code: str) -> None:
     assert failed is not None and code in str(failed) and not failed.transient
     assert given == [status]
     assert agent.key is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<html>a proxy's page</html>",
+        '{"ok": true}',
+        '{"key": "not base64!", "registeredAt": 1.0, "registered": [], "refused": []}',
+        '{"key": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=", "registeredAt": 1.0, "registered": [], "refused": [{"why": 1}]}',
+        '{"key": "", "registeredAt": 1.0, "registered": [], "refused": []}',
+    ],
+)
+async def test_an_answer_that_is_not_a_registration_is_asked_again(body: str) -> None:
+    """A 200 that is not the navigator's registration (a proxy's page, another service on the
+    port) ended the node in a traceback, where an unreachable navigator is asked again."""
+    agent, given, failed = await _enrol([(200, body)])
+    assert failed is None
+    assert given == [200, 200]
+    assert agent.key == b"k" * 32
 
 
 def test_a_node_keeps_its_token_from_its_modules_processes() -> None:
