@@ -44,6 +44,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic_core import from_json
 
 from mesh.calltokens import META_KEY
 from navigator.answers import ERROR_META_KEY
@@ -176,7 +177,7 @@ async def _answer_in(
     async for event in events:
         if not event.data:
             continue
-        message = json.loads(event.data)
+        message = from_json(event.data)
         if not isinstance(message, dict):
             continue
         if message.get("id") == request_id and ("result" in message or "error" in message):
@@ -232,12 +233,12 @@ async def _post_call(
             raise _NoAnswer()
         try:
             if kind == "application/json":
-                message = json.loads(await _read_capped(response, _READ_LIMIT))
+                message = from_json(await _read_capped(response, _READ_LIMIT))
             elif kind == "text/event-stream":
                 message = await _answer_from_events(response, request_id, progress, _READ_LIMIT)
             else:
                 raise _NoAnswer()
-        except ValueError:  # JSON that does not parse
+        except ValueError:  # JSON that does not parse, or nests deeper than the session reads
             raise _NoAnswer() from None
     if not isinstance(message, dict) or message.get("id") != request_id:
         raise _NoAnswer()

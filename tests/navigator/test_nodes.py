@@ -3,6 +3,7 @@ and both protocol eras (the sessionless POST the navigator writes, and the legac
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -340,3 +341,70 @@ async def test_a_call_answered_wrongly_leaves_the_calls_beside_it_alone(
                 await nodes.call(url, "refused", {}, token=None, deadline_s=30)
         assert outcome == ["slept"]
         assert nodes._clients[url] is client
+
+
+def _nesting(app: Any, depth: int, *, streamed: bool) -> Any:
+    """``app`` behind a proxy that answers a POST calling the tool ``deep`` itself: a result whose
+    structured content nests ``depth`` objects, as JSON or as an event stream."""
+
+    async def proxy(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        request = json.loads(b"".join(chunks))
+        if request.get("method") == "tools/call" and request["params"]["name"] == "deep":
+            nested = '{"a":' * depth + "1" + "}" * depth
+            result = f'{{"content":[],"structuredContent":{nested}}}'
+            answer = f'{{"jsonrpc":"2.0","id":{json.dumps(request["id"])},"result":{result}}}'
+            kind = b"text/event-stream" if streamed else b"application/json"
+            body = f"event: message\ndata: {answer}\n\n" if streamed else answer
+            headers = [(b"content-type", kind)]
+            session = dict(scope["headers"]).get(b"mcp-session-id")
+            if session is not None:
+                headers.append((b"mcp-session-id", session))
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body.encode()})
+            return None
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        return await app(scope, replay, send)
+
+    return proxy
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["json", "events"])
+@pytest.mark.parametrize("depth", [300, 5000])
+async def test_an_answer_nested_deeper_than_the_session_reads_is_unavailable(
+    legacy: bool, streamed: bool, depth: int
+) -> None:
+    """The session reads answers with pydantic's JSON reader, which refuses more than 200 levels
+    of nesting: a legacy-era call of such an answer was node_unavailable. Our sessionless POST
+    read it with ``json.loads``: 300 levels were relayed, and writing them on to the agent
+    (pydantic again, 254 levels at most) failed, so the agent got internal_error; 5,000 levels
+    raised RecursionError, taken for a failed connection, which closed the client of every call
+    in flight to the node (a review). Both eras read alike, and on our POST it is that call's
+    failure only."""
+    node = _node().http_app(path="/mcp")
+    app = _nesting(_legacy_only(node) if legacy else node, depth, streamed=streamed)
+    async with serving(app, lifespan="on") as port, _connections() as nodes:
+        url = f"http://127.0.0.1:{port}/mcp"
+        await nodes.call(url, "echo", {"text": "open"}, token=None, deadline_s=30)
+        client = nodes._clients[url]
+        with pytest.raises(NodeUnavailable):
+            await nodes.call(url, "deep", {}, token=None, deadline_s=30)
+        if not legacy:
+            assert nodes._clients.get(url) is client
+        fits = await nodes.call(url, "echo", {"text": "after"}, token=None, deadline_s=30)
+    assert fits.structured_content == {"text": "after"}
