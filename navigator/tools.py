@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from mcp_types import CallToolResult, ToolAnnotations
@@ -21,6 +22,7 @@ from navigator.elicitation import InputNeeded, elicitor_for
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
+    NodeUnavailable,
     ToolValidationUnavailable,
     from_registry,
 )
@@ -40,6 +42,9 @@ _CURSOR = {
     "maxLength": 512,
     "description": "nextCursor of the previous page.",
 }
+
+#: A node's answer holding a number JSON cannot write (both eras' readers take NaN and Infinity).
+_NOT_JSON = "The node's answer is not JSON: it holds NaN or Infinity."
 
 #: Listing entries and search results are described in the tools' descriptions and the
 #: reference (docs/reference/walker-tools.md); the schemas stay small so the whole listing does.
@@ -139,7 +144,10 @@ class CallTool(WalkerTool):
             # call declares an outputSchema, and a client then requires structured content: a
             # node's content-only answer (a wrapped stdio server's text) also comes as its blocks
             result = result.model_copy(update={"structured_content": {"content": _blocks(result)}})
-        return ToolResult.from_mcp_result(result)
+        try:
+            return ToolResult.from_mcp_result(result)
+        except ToolError:  # NaN or Infinity, which the node wrote and JSON cannot: no result
+            raise NodeUnavailable(_NOT_JSON) from None
 
 
 def _blocks(result: CallToolResult) -> list[dict[str, Any]]:

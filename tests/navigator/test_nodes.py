@@ -7,19 +7,26 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fastmcp import Context, FastMCP
+from fastmcp import Client, Context, FastMCP
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 
 from mesh.calltokens import META_KEY
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable, ToolNotGranted
+from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections
+from navigator.registrar import AssignmentSpec
+from navigator.server import build_mcp, running
+from navigator.services import Services
+from navigator.settings import NavigatorSettings
+from registry import AccessStore
 from tests.harness import serving
 
 Scope = dict[str, Any]
@@ -343,9 +350,9 @@ async def test_a_call_answered_wrongly_leaves_the_calls_beside_it_alone(
         assert nodes._clients[url] is client
 
 
-def _nesting(app: Any, depth: int, *, streamed: bool) -> Any:
+def _answering(app: Any, structured: str, *, streamed: bool) -> Any:
     """``app`` behind a proxy that answers a POST calling the tool ``deep`` itself: a result whose
-    structured content nests ``depth`` objects, as JSON or as an event stream."""
+    structured content is the text ``structured``, as JSON or as an event stream."""
 
     async def proxy(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -357,8 +364,7 @@ def _nesting(app: Any, depth: int, *, streamed: bool) -> Any:
             more = message.get("more_body", False)
         request = json.loads(b"".join(chunks))
         if request.get("method") == "tools/call" and request["params"]["name"] == "deep":
-            nested = '{"a":' * depth + "1" + "}" * depth
-            result = f'{{"content":[],"structuredContent":{nested}}}'
+            result = f'{{"content":[],"structuredContent":{structured}}}'
             answer = f'{{"jsonrpc":"2.0","id":{json.dumps(request["id"])},"result":{result}}}'
             kind = b"text/event-stream" if streamed else b"application/json"
             body = f"event: message\ndata: {answer}\n\n" if streamed else answer
@@ -397,7 +403,8 @@ async def test_an_answer_nested_deeper_than_the_session_reads_is_unavailable(
     in flight to the node (a review). Both eras read alike, and on our POST it is that call's
     failure only."""
     node = _node().http_app(path="/mcp")
-    app = _nesting(_legacy_only(node) if legacy else node, depth, streamed=streamed)
+    nested = '{"a":' * depth + "1" + "}" * depth
+    app = _answering(_legacy_only(node) if legacy else node, nested, streamed=streamed)
     async with serving(app, lifespan="on") as port, _connections() as nodes:
         url = f"http://127.0.0.1:{port}/mcp"
         await nodes.call(url, "echo", {"text": "open"}, token=None, deadline_s=30)
@@ -408,3 +415,36 @@ async def test_an_answer_nested_deeper_than_the_session_reads_is_unavailable(
             assert nodes._clients.get(url) is client
         fits = await nodes.call(url, "echo", {"text": "after"}, token=None, deadline_s=30)
     assert fits.structured_content == {"text": "after"}
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-1e999"])
+async def test_a_node_answer_json_cannot_write_is_node_unavailable(
+    tmp_path: Path, legacy: bool, number: str
+) -> None:
+    """Both eras' readers take NaN and Infinity (and 1e999 as Infinity) in a node's structured
+    content, which JSON cannot write: passing it on failed in FastMCP, and the agent got
+    internal_error instead of a SPEC §9 code (a review). It is no result to pass on."""
+    node = _node().http_app(path="/mcp")
+    structured = f'{{"value":{number}}}'
+    app = _answering(_legacy_only(node) if legacy else node, structured, streamed=False)
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with serving(app, lifespan="on") as port, running(services):
+        url = f"http://127.0.0.1:{port}/mcp"
+        tools = [
+            {"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+            for name in ("deep", "echo")
+        ]
+        spec = AssignmentSpec(role="r", module="x", tools=tools, endpoint=url)
+        await services.registrar.put_assignment("m1", spec)
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("alice", "m1/r/*", effect="allow")
+        async with Client(build_mcp(services, fixed_caller=Caller("alice", frozenset()))) as client:
+            refused = await client.call_tool_mcp("call", {"address": "m1/r/deep"})
+            echoed = await client.call_tool_mcp(
+                "call", {"address": "m1/r/echo", "args": {"text": "after"}}
+            )
+    assert refused.is_error
+    assert refused.structured_content is not None
+    assert refused.structured_content["error"] == "node_unavailable"
+    assert echoed.structured_content == {"text": "after"}
