@@ -136,7 +136,8 @@ class Confirmations:
         pending = self._pending.get(_hash(token))
         if pending is None or pending.expires <= time.monotonic():
             return False
-        if not hmac.compare_digest(pending.binding, binding):
+        # as bytes: compare_digest refuses str past ASCII, and a JWT's subject may be any text
+        if not hmac.compare_digest(pending.binding.encode(), binding.encode()):
             return False
         del self._pending[_hash(token)]
         return True

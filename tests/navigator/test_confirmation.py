@@ -27,3 +27,13 @@ def test_expired_tokens_go_as_new_ones_come() -> None:
     kept = confirmations._issue("alice\nweb1/a/t\nnew\n-")
     assert len(confirmations._pending) == 1
     assert confirmations._redeem(kept, "alice\nweb1/a/t\nnew\n-")
+
+
+def test_a_token_binds_a_principal_named_in_any_script() -> None:
+    """A JWT's subject names the principal, and it may be any text ('josé'): redeeming its token
+    compared the bindings as str with ``hmac.compare_digest``, which raises TypeError past ASCII,
+    so the confirmed call answered internal_error (a review)."""
+    confirmations = Confirmations(ttl_s=120)
+    token = confirmations._issue("josé\nweb1/a/t\n0\n-")
+    assert not confirmations._redeem(token, "jośe\nweb1/a/t\n0\n-")
+    assert confirmations._redeem(token, "josé\nweb1/a/t\n0\n-")
