@@ -136,8 +136,10 @@ class Confirmations:
         pending = self._pending.get(_hash(token))
         if pending is None or pending.expires <= time.monotonic():
             return False
-        # as bytes: compare_digest refuses str past ASCII, and a JWT's subject may be any text
-        if not hmac.compare_digest(pending.binding.encode(), binding.encode()):
+        # as bytes: compare_digest refuses str past ASCII, and a JWT's subject (the principal)
+        # may be any JSON string, a lone surrogate included
+        held, given = (b.encode("utf-8", "surrogatepass") for b in (pending.binding, binding))
+        if not hmac.compare_digest(held, given):
             return False
         del self._pending[_hash(token)]
         return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import hmac
 import json
 import secrets
@@ -53,9 +54,15 @@ class InputNeeded(Exception):
 
 
 class _StateSigner:
+    """Signs a request state bound to its call, and redeems each one once. The nonces redeemed
+    are kept until their states expire, and in expiry order too, so that forgetting the expired
+    ones costs each redemption O(log n) however many are live: past 4,096 live nonces every
+    redemption rebuilt the whole table, and two requests a nonce grew it."""
+
     def __init__(self) -> None:
         self._key = secrets.token_bytes(32)
-        self._used: dict[str, float] = {}
+        self._used: set[str] = set()
+        self._expiries: list[tuple[float, str]] = []
 
     def sign(self, binding: str) -> str:
         claims = {"n": secrets.token_urlsafe(12), "e": time.time() + LIMITS.confirm_ttl_s}
@@ -72,15 +79,17 @@ class _StateSigner:
         except (ValueError, KeyError, TypeError):
             return False
         now = time.time()
+        while self._expiries and self._expiries[0][0] <= now:
+            self._used.discard(heapq.heappop(self._expiries)[1])
         if expires <= now or nonce in self._used:
             return False
-        if len(self._used) > 4096:
-            self._used = {n: e for n, e in self._used.items() if e > now}
-        self._used[nonce] = expires
+        self._used.add(nonce)
+        heapq.heappush(self._expiries, (expires, nonce))
         return True
 
     def _mac(self, body: str, binding: str) -> str:
-        message = f"{body}\n{binding}".encode()
+        # surrogatepass: a JWT's subject, which names the principal, may be any JSON string
+        message = f"{body}\n{binding}".encode("utf-8", "surrogatepass")
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
 

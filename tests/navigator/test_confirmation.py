@@ -34,6 +34,7 @@ def test_a_token_binds_a_principal_named_in_any_script() -> None:
     compared the bindings as str with ``hmac.compare_digest``, which raises TypeError past ASCII,
     so the confirmed call answered internal_error (a review)."""
     confirmations = Confirmations(ttl_s=120)
-    token = confirmations._issue("josé\nweb1/a/t\n0\n-")
-    assert not confirmations._redeem(token, "jośe\nweb1/a/t\n0\n-")
-    assert confirmations._redeem(token, "josé\nweb1/a/t\n0\n-")
+    for principal in ("josé", "lone\ud800surrogate"):
+        token = confirmations._issue(f"{principal}\nweb1/a/t\n0\n-")
+        assert not confirmations._redeem(token, "jośe\nweb1/a/t\n0\n-")
+        assert confirmations._redeem(token, f"{principal}\nweb1/a/t\n0\n-")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -216,3 +217,25 @@ async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Pa
             await call(None)
         with pytest.raises(NodeUnavailable):  # confirmed for this contract: on to the node
             await call(again.value.extra["confirm"])
+
+
+def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redeemed nonces were pruned by rebuilding the whole table on every redemption once more
+    than 4,096 were live: quadratic in the live nonces, which a client grows at two requests a
+    nonce. They are forgotten in expiry order now; a state still redeems once, for any name."""
+    from navigator import elicitation
+
+    clock = [1_000_000.0]
+    monkeypatch.setattr(elicitation.time, "time", lambda: clock[0])
+    signer = elicitation._StateSigner()
+    states = [signer.sign(f"p{i}\nlone\ud800") for i in range(40_000)]
+    started = time.monotonic()
+    assert all(signer.redeem(s, f"p{i}\nlone\ud800") for i, s in enumerate(states))
+    assert time.monotonic() - started < 20  # a runaway: ~0.5 s, and ~65 s when quadratic
+    assert not signer.redeem(states[0], "p0\nlone\ud800")  # once
+    assert len(signer._used) == 40_000
+    clock[0] += elicitation.LIMITS.confirm_ttl_s + 1
+    assert not signer.redeem(states[1], "p1\nlone\ud800")  # expired
+    assert signer._used == set()  # and forgotten
