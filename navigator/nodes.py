@@ -30,6 +30,7 @@ import functools
 import itertools
 import json
 import logging
+import math
 import ssl
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -188,15 +189,26 @@ async def _answer_in(
             and message.get("method") == "notifications/progress"
             and isinstance(params, dict)
             and params.get("progressToken") == request_id
-            and isinstance(params.get("progress"), int | float)
+            and (done := _figure(params.get("progress"))) is not None
         ):
-            total, note = params.get("total"), params.get("message")
+            note = params.get("message")
             await progress(
-                float(params["progress"]),
-                float(total) if isinstance(total, int | float) else None,
-                note if isinstance(note, str) else None,
+                done, _figure(params.get("total")), note if isinstance(note, str) else None
             )
     raise _NoAnswer()
+
+
+def _figure(value: object) -> float | None:
+    """A progress figure the agent's notification can carry; ``None`` for anything else: an
+    integer past a float's range raised OverflowError, taken for a failed connection (which
+    closed the node's client under every call in flight), and NaN or an infinity is no JSON."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        figure = float(value)
+    except OverflowError:
+        return None
+    return figure if math.isfinite(figure) else None
 
 
 async def _post_call(

@@ -8,6 +8,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -448,3 +449,29 @@ async def test_a_node_answer_json_cannot_write_is_node_unavailable(
     assert refused.structured_content is not None
     assert refused.structured_content["error"] == "node_unavailable"
     assert echoed.structured_content == {"text": "after"}
+
+
+async def test_progress_json_cannot_carry_is_not_passed_on() -> None:
+    """A node's progress of a 400-digit integer raised OverflowError, taken for a failed
+    connection: node_unavailable, and the node's client closed under every call in flight to it.
+    NaN or an infinity went on to the agent, whose notification JSON cannot write (a review)."""
+    from navigator.nodes import _answer_in
+
+    def progress(figure: str, total: str = "null") -> str:
+        params = f'{{"progressToken":7,"progress":{figure},"total":{total}}}'
+        return f'{{"jsonrpc":"2.0","method":"notifications/progress","params":{params}}}'
+
+    answer = '{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
+    lines = [progress("9" * 400), progress("NaN"), progress("1", "Infinity"), progress("2", "4")]
+
+    async def events() -> AsyncIterator[SimpleNamespace]:
+        for data in [*lines, answer]:
+            yield SimpleNamespace(data=data)
+
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def sink(figure: float, total: float | None, message: str | None) -> None:
+        seen.append((figure, total, message))
+
+    assert await _answer_in(events(), 7, sink) == json.loads(answer)  # type: ignore[arg-type]
+    assert seen == [(1.0, None, None), (2.0, 4.0, None)]
