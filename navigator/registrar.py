@@ -219,7 +219,7 @@ class Registrar:
         def write() -> None:
             with self.registry.transaction() as session:
                 _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
-                if grant_scope_holders and spec.scopes:
+                if grant_scope_holders:
                     AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 
         await anyio.to_thread.run_sync(write)

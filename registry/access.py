@@ -431,20 +431,28 @@ class AccessStore:
         self.session.flush()
         return _grant_record(row)
 
-    def grant_scope_holders(self, target: str, scopes: Iterable[str]) -> GrantRecord:
+    def grant_scope_holders(self, target: str, scopes: Iterable[str]) -> GrantRecord | None:
         """The ``*`` allow row a registration keeps for the holders of its module's scopes
         (``--grant-scope-holders``): one row for the target, whose scopes follow the module's. A
         ``*`` allow row of the target with other scopes (an earlier registration's) goes, so the
         holders of a scope the module no longer declares lose what it gave them; deny rows stay.
+        A module that declares no scopes keeps no row (an unscoped one would grant its tools to
+        everyone): ``None``, its earlier row gone all the same.
         """
         wanted = sorted(set(scopes))
         earlier = select(Grant).where(
             Grant.principal == "*", Grant.target == target, Grant.effect == "allow"
         )
+        removed = False
         for row in self.session.execute(earlier).scalars():
             if sorted(row.scopes) != wanted:
                 self.session.delete(row)
-        return self.grant("*", target, effect="allow", scopes=wanted)
+                removed = True
+        if wanted:
+            return self.grant("*", target, effect="allow", scopes=wanted)
+        if removed:
+            CatalogStore(self.session).bump("grants")
+        return None
 
     def revoke_grant(self, grant_id: int) -> None:
         result = self.session.execute(delete(Grant).where(Grant.id == grant_id))

@@ -8,12 +8,13 @@ from typing import Any
 
 import anyio
 import pytest
+from sqlalchemy.orm import Session
 
 from navigator.registrar import MAX_DEFINITION_DEPTH, NOT_JSON, TOO_DEEP, AssignmentSpec
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, RegistryUnavailable
+from registry import AccessStore, CatalogStore, RegistryUnavailable
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -38,6 +39,34 @@ async def test_the_scope_holders_row_follows_the_modules_scopes(tmp_path: Path) 
         changed = await register(["team:b"])
     assert first == again == [("deny", "m1/books/*", ()), ("allow", "m1/books/*", ("team:a",))]
     assert changed == [("deny", "m1/books/*", ()), ("allow", "m1/books/*", ("team:b",))]
+
+
+async def test_a_module_registered_again_declaring_no_scopes_keeps_no_scope_holders_row(
+    tmp_path: Path,
+) -> None:
+    """Registered again with ``--grant-scope-holders`` and no scopes, the module keeps no ``*``
+    row (an unscoped one would grant its tools to everyone), and the row an earlier
+    registration wrote for ``team:a`` goes with the scope: it was kept, and the holders of a
+    scope the module no longer declares kept its tools."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+
+        async def register(scopes: list[str]) -> tuple[list[tuple[str, str, tuple[str, ...]]], int]:
+            spec = AssignmentSpec(role="books", module="books", tools=TOOLS, scopes=scopes)
+            await services.registrar.put_assignment("m1", spec, grant_scope_holders=True)
+
+            def read(session: Session) -> tuple[list[tuple[str, str, tuple[str, ...]]], int]:
+                rows = AccessStore(session).grants("*")
+                revision = CatalogStore(session).revision("grants")
+                return [(row.effect, row.target, row.scopes) for row in rows], revision
+
+            return await services.transact(read)
+
+        first, before = await register(["team:a"])
+        none, after = await register([])
+    assert first == [("allow", "m1/books/*", ("team:a",))]
+    assert none == []
+    assert after > before  # a grant change moves the grant revision (SPEC §4)
 
 
 async def test_a_tool_json_cannot_carry_is_refused_and_the_rest_registered(tmp_path: Path) -> None:
