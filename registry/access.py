@@ -440,25 +440,31 @@ class AccessStore:
         everyone): ``None``, its earlier row gone all the same.
         """
         wanted = sorted(set(scopes))
+        # The revision moves before any row is touched, as in every grant change (``grant``): its
+        # row lock orders grant writers, which took a grant row and the revision in opposite
+        # orders and deadlocked on PostgreSQL.
+        if wanted:
+            kept: GrantRecord | None = self.grant("*", target, effect="allow", scopes=wanted)
+        else:
+            kept = None
+            CatalogStore(self.session).bump("grants")
         earlier = select(Grant).where(
             Grant.principal == "*", Grant.target == target, Grant.effect == "allow"
         )
-        removed = False
         for row in self.session.execute(earlier).scalars():
             if sorted(row.scopes) != wanted:
                 self.session.delete(row)
-                removed = True
-        if wanted:
-            return self.grant("*", target, effect="allow", scopes=wanted)
-        if removed:
-            CatalogStore(self.session).bump("grants")
-        return None
+        self.session.flush()
+        return kept
 
     def revoke_grant(self, grant_id: int) -> None:
+        # the revision first, as in ``grant``: taking the row first deadlocked with a writer
+        # holding the revision and changing that row (PostgreSQL). None found: the caller's
+        # transaction, and the bump with it, is rolled back.
+        CatalogStore(self.session).bump("grants")
         result = self.session.execute(delete(Grant).where(Grant.id == grant_id))
         if not getattr(result, "rowcount", 0):
             raise NotFound("No such grant.")
-        CatalogStore(self.session).bump("grants")
 
     def grants(
         self, principal: str | None = None, *, limit: int | None = None

@@ -109,6 +109,54 @@ def test_two_operators_at_once_never_lose_a_revision(registry: Registry) -> None
     assert sorted(r.revision for r in rows) == list(range(1, 2 * per_thread + 1))
 
 
+@pytest.mark.parametrize("change", ["revoke", "scope holders"])
+def test_a_grant_row_changed_while_another_writer_removes_it_deadlocks_neither(
+    registry: Registry, change: str
+) -> None:
+    """A revocation (or a registration's scope holders' row) removed a grant row and then took
+    the grant revision, which another writer held while it changed that row: on PostgreSQL each
+    waited for the other, and one was answered ``registry_unavailable`` (a deadlock)."""
+    with registry.transaction() as session:
+        row = AccessStore(session).grant("*", "m1/a/*", effect="allow", scopes=["y"])
+    holds, removing = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    def changer() -> None:
+        try:
+            with registry.transaction() as session:
+                store = AccessStore(session)
+                store.grant("alice", "db2/*/*", effect="allow")  # holds the revision
+                holds.set()
+                assert removing.wait(10)
+                time.sleep(0.5)  # the remover is waiting by now
+                store.grant("*", "m1/a/*", effect="allow", scopes=["y"])  # the row again
+        except BaseException as error:
+            failed.append(error)
+
+    def remover() -> None:
+        assert holds.wait(10)
+        removing.set()
+        try:
+            with registry.transaction() as session:
+                if change == "revoke":
+                    AccessStore(session).revoke_grant(row.id)
+                else:
+                    AccessStore(session).grant_scope_holders("m1/a/*", ["x"])
+        except BaseException as error:
+            failed.append(error)
+
+    threads = [threading.Thread(target=changer), threading.Thread(target=remover)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert failed == []
+    with registry.transaction() as session:
+        left = [(r.principal, r.target, r.scopes) for r in AccessStore(session).grants()]
+    kept = [] if change == "revoke" else [("*", "m1/a/*", ("x",))]
+    assert left == [("alice", "db2/*/*", ()), *kept]
+
+
 def test_snapshot_reads_own_and_star_rows_with_the_revision(registry: Registry) -> None:
     with registry.transaction() as session:
         store = AccessStore(session)
