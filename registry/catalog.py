@@ -463,9 +463,14 @@ class CatalogStore:
         self.session.flush()
 
     def place_seat(self, name: str, machine: str, role: str) -> None:
-        """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held)."""
+        """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held).
+        A retired assignment, or one of a retired machine, is refused (``Conflict``): moving the
+        seat retires its live instance, and the seat was left with none."""
         self._write()
-        self._place_seat(name, self._assignment(machine, role))
+        assignment = self._assignment(machine, role)
+        if assignment.retired_at is not None or assignment.machine.retired_at is not None:
+            raise Conflict("The assignment is retired: register it again, then place the seat.")
+        self._place_seat(name, assignment)
         self.log_change(machine)
 
     def _seat_taken(self, name: str, machine: str) -> bool:

@@ -94,6 +94,26 @@ def test_a_seat_moves_between_machines_and_keeps_its_name(registry: Registry) ->
     assert holders == {"web1": ("web1", True), "web2": ("mesh", False)}
 
 
+@pytest.mark.parametrize("retired", ["assignment", "machine"])
+def test_a_seat_is_not_moved_onto_a_retired_assignment(registry: Registry, retired: str) -> None:
+    """Moving a seat retires its live instance: moved onto a retired assignment (or one of a
+    retired machine), the seat was left with no live instance at all (a review)."""
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        store.put_assignment("web1", "backup", module="stdio", tools=[tool("run")], seat="backup")
+        store.put_assignment("web2", "backup", module="stdio", tools=[tool("run")])
+        if retired == "assignment":
+            store.retire_assignment("web2", "backup")
+        else:
+            store.retire_machine("web2")
+    with pytest.raises(Conflict), registry.transaction() as session:
+        CatalogStore(session).place_seat("backup", "web2", "backup")
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.seats() == {"backup": ("web1", "backup")}
+        assert not store.assignment("web1", "backup").retired
+
+
 def test_a_node_takes_a_free_seat_but_not_one_another_live_machine_holds(
     registry: Registry,
 ) -> None:
