@@ -61,11 +61,12 @@ def _wire(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":")))
 
 
-def _cost(value: Any) -> int:
-    # once as structured content, once inside the text block as an escaped JSON string
+def _cost(value: Any, with_text: bool = True) -> int:
+    # once as structured content, once inside the text block as an escaped JSON string (a
+    # walker tool's answer; ``mesh.tools.discover`` answers the JSON alone)
     text = _dumps(value)
     structured = len(text) if text.isascii() else _wire(value)  # ASCII: escaping changes nothing
-    return structured + _wire(text) - 2
+    return structured + _wire(text) - 2 if with_text else structured
 
 
 def room_for(request_id: str | int | None) -> int:
@@ -81,8 +82,10 @@ def room_for(request_id: str | int | None) -> int:
     return LIMITS.answer_bytes - size
 
 
-def wire_size(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> int:
-    return _cost(structured) + (_wire(meta) if meta else 0) + ENVELOPE
+def wire_size(
+    structured: dict[str, Any], meta: dict[str, Any] | None = None, *, with_text: bool = True
+) -> int:
+    return _cost(structured, with_text) + (_wire(meta) if meta else 0) + ENVELOPE
 
 
 def fit_entries(
@@ -92,16 +95,18 @@ def fit_entries(
     *,
     reserve: int = 0,
     limit: int = LIMITS.answer_bytes,
+    with_text: bool = True,
 ) -> int:
     """How many of ``entries``, from the start, fit under ``base[key]`` within ``limit`` bytes.
 
-    ``reserve`` keeps room for fields added afterwards (a cursor, ``_meta``). Returns 0 when not
-    the first entry fits; the caller decides whether that is an error.
+    ``reserve`` keeps room for fields added afterwards (a cursor, ``_meta``); ``with_text``
+    counts the text block that repeats the JSON. Returns 0 when not the first entry fits; the
+    caller decides whether that is an error.
     """
-    budget = limit - reserve - wire_size({**base, key: []})
+    budget = limit - reserve - wire_size({**base, key: []}, with_text=with_text)
     taken = 0
     for entry in entries:
-        cost = _cost(entry) + 2  # a comma, in the structure and in the text
+        cost = _cost(entry, with_text) + (2 if with_text else 1)  # a comma, in each copy
         if cost > budget:
             break
         budget -= cost

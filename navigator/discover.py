@@ -80,6 +80,7 @@ class DiscoverExtension(ServerExtension):
                 schemas=True,
                 cursor=arguments.get("cursor"),
                 answer_bytes=room_for(context.request_id),
+                with_text=False,  # a JSON-RPC result, not a tool's answer with its text block
             )
         except NavigatorError as error:
             raise _rpc_error(error) from None

@@ -197,8 +197,11 @@ class Navigator:
         schemas: bool,
         cursor: str | None,
         answer_bytes: int = LIMITS.answer_bytes,
+        with_text: bool = True,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Ranked results and the answer's ``_meta``, within ``answer_bytes`` on the wire."""
+        """Ranked results and the answer's ``_meta``, within ``answer_bytes`` on the wire: as a
+        walker tool's answer, the JSON twice (``with_text``), or once as ``mesh.tools.discover``
+        answers it."""
         pattern = None if within is None else parse_pattern(within)
         permissions = await self.permissions(caller)
         binding = self._binding(
@@ -219,7 +222,14 @@ class Navigator:
             if (result := self._result(hit, schemas)) is not None
         ]
         results = [result for _, result in shown]
-        taken = fit_entries({}, "results", results, reserve=CURSOR_RESERVE, limit=answer_bytes)
+        taken = fit_entries(
+            {},
+            "results",
+            results,
+            reserve=CURSOR_RESERVE,
+            limit=answer_bytes,
+            with_text=with_text,
+        )
         if taken == 0 and results:
             raise ToolSchemaTooLarge()
         answer: dict[str, Any] = {"results": results[:taken]}

@@ -328,6 +328,7 @@ async def test_a_stdio_navigator_reads_its_principal_again_on_every_request(
 
 #: A request of the sessionless era: no initialize, each request says who the client is.
 SESSIONLESS = "2026-07-28"
+DISCOVER = "mesh.tools.discover"
 CLIENT_META = {
     "io.modelcontextprotocol/protocolVersion": SESSIONLESS,
     "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
@@ -353,20 +354,23 @@ async def _over_http(tmp_path: Path) -> AsyncIterator[tuple[Services, Callable[.
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
 
             async def call(tool: str, arguments: dict[str, Any], request_id: Any) -> bytes:
+                """``tools/call`` of ``tool``; for ``DISCOVER``, that method itself."""
+                method = DISCOVER if tool == DISCOVER else "tools/call"
+                headers = {"Mcp-Method": method} | ({} if tool == DISCOVER else {"Mcp-Name": tool})
+                params = arguments if tool == DISCOVER else {"name": tool, "arguments": arguments}
                 answer = await http.post(
                     "/mcp",
                     headers={
                         "Authorization": f"Bearer {token}",
                         "Accept": "application/json, text/event-stream",
                         "MCP-Protocol-Version": SESSIONLESS,
-                        "Mcp-Method": "tools/call",
-                        "Mcp-Name": tool,
+                        **headers,
                     },
                     json={
                         "jsonrpc": "2.0",
                         "id": request_id,
-                        "method": "tools/call",
-                        "params": {"name": tool, "arguments": arguments, "_meta": CLIENT_META},
+                        "method": method,
+                        "params": {**params, "_meta": CLIENT_META},
                     },
                 )
                 assert answer.status_code == 200, answer.text
@@ -385,14 +389,16 @@ def _padded(pad: int) -> list[dict[str, Any]]:
     [7, "i" * 400, '"' * 511, "é" * 169],  # each quote is two bytes written, an é six
     ids=["number", "400 letters", "quotes", "non-ascii"],
 )
-@pytest.mark.parametrize("tool", ["describe", "search"])
+@pytest.mark.parametrize("tool", ["describe", "search", DISCOVER])
 async def test_an_answer_stays_within_64_kib_with_the_id_the_client_chose(
     tmp_path: Path, tool: str, request_id: Any
 ) -> None:
     """The envelope carries the request's id back, and the client chose it: the largest
-    contract describe (or search with schemas) still answers fits in 64 KiB with it."""
+    contract describe (or search with schemas) still answers fits in 64 KiB with it.
+    ``mesh.tools.discover`` answers the JSON once, with no text block repeating it: it was sized
+    as if it did, and refused a schema of 40 KB as tool_schema_too_large (a review)."""
     async with _over_http(tmp_path) as (services, call):
-        lo, hi, largest = 8_000, 40_000, 0
+        lo, hi, largest = 8_000, 40_000 if tool != DISCOVER else 70_000, 0
         while hi - lo > 1:  # the longest padding that is answered, not tool_schema_too_large
             pad = (lo + hi) // 2
             machine = f"m{pad}"
@@ -401,10 +407,21 @@ async def test_an_answer_stays_within_64_kib_with_the_id_the_client_chose(
             )
             if tool == "describe":
                 arguments: dict[str, Any] = {"address": f"{machine}/r/pad"}
-            else:
+            elif tool == "search":
                 arguments = {"query": "pad", "within": machine, "schemas": True, "limit": 1}
+            else:
+                arguments = {"query": "pad", "within": machine, "limit": 1}
             body = await call(tool, arguments, request_id)
-            result = json.loads(body)["result"]
+            answered = json.loads(body)
+            if tool == DISCOVER:
+                refused = answered.get("error", {}).get("data", {}).get("error")
+                if refused is not None or not answered["result"]["results"]:
+                    assert refused == "tool_schema_too_large"
+                    hi = pad
+                else:
+                    lo, largest = pad, len(body)
+                continue
+            result = answered["result"]
             if result.get("isError") or not result["structuredContent"].get("results", True):
                 assert result["structuredContent"]["error"] == "tool_schema_too_large"
                 hi = pad
