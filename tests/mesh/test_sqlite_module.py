@@ -410,56 +410,43 @@ async def test_list_tables_names_at_most_a_thousand(tmp_path: Path) -> None:
     assert len(listed["tables"]) == 1000 and listed["truncated"] is True
 
 
-async def test_a_table_wider_than_a_statement_may_name_leaves_its_database_usable(
-    tmp_path: Path,
-) -> None:
-    """A review: the 128-column bound was SQLite's ``SQLITE_LIMIT_COLUMN``, which also applies
-    to the ``CREATE TABLE`` statements SQLite parses when it reads a schema, so one table of 200
-    columns (SQLite allows 2,000) made every call on its database — reads and writes, of any
-    table — answer "the database file is corrupt". Statements still name at most 128 columns."""
-    columns = ", ".join(f"c{n}" for n in range(200))
-    database = make_db(
-        tmp_path / "wide.db",
-        f"CREATE TABLE wide ({columns}); CREATE TABLE small (a); INSERT INTO small VALUES (1);",
-    )
-    async with Client(build_sqlite_module([database])) as wide:
-        listed = await ok(wide, "list_tables", database="wide")
-        assert [t["name"] for t in listed["tables"]] == ["small", "wide"]
-        assert (await ok(wide, "query", database="wide", sql="SELECT a FROM small"))["rows"] == [
-            [1]
-        ]
-        described = await ok(wide, "describe_table", database="wide", table="wide")
-        assert len(described["columns"]) == 200
-        assert (await ok(wide, "execute", database="wide", sql="INSERT INTO small VALUES (2)"))[
-            "rowcount"
-        ] == 1
-        text = await refused(wide, "query", database="wide", sql="SELECT * FROM wide")
-        assert "at most 128 columns" in text
-    assert count(database, "small") == 2
+_WIDE = ", ".join(f"c{n}" for n in range(200))
 
 
-async def test_a_schema_statement_longer_than_a_value_leaves_its_database_usable(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("schema", "listed", "refused_sql", "said"),
+    [
+        (f"CREATE TABLE wide ({_WIDE});", "wide", "SELECT * FROM wide", "at most 128 columns"),
+        (
+            f"CREATE VIEW v AS SELECT '{'x' * 2_000_000}' AS a;",
+            "v",
+            "SELECT a FROM v",
+            "longer than this module's limit",
+        ),
+    ],
+    ids=["columns", "length"],
+)
+async def test_a_schema_past_a_statements_bounds_leaves_its_database_usable(
+    tmp_path: Path, schema: str, listed: str, refused_sql: str, said: str
 ) -> None:
-    """As the column bound was: the 1 MiB bound on a value (``SQLITE_LIMIT_LENGTH``) held for
-    the ``CREATE`` statements SQLite reads with the schema too, so one view of a 2 MB literal
-    made every call on its database, of any table, answer that a value is too long."""
+    """Reviews: the 128-column bound (``SQLITE_LIMIT_COLUMN``) and the 1 MiB bound on a value
+    (``SQLITE_LIMIT_LENGTH``) also apply to the ``CREATE`` statements SQLite parses when it
+    reads a schema, so one table of 200 columns (SQLite allows 2,000), or one view of a 2 MB
+    literal, made every call on its database — reads and writes, of any table — answer "the
+    database file is corrupt", or that a value is too long. Statements are still bounded."""
     database = make_db(
-        tmp_path / "long.db",
-        f"CREATE VIEW v AS SELECT '{'x' * 2_000_000}' AS a;"
-        " CREATE TABLE small (a); INSERT INTO small VALUES (1);",
+        tmp_path / "odd.db", f"{schema} CREATE TABLE small (a); INSERT INTO small VALUES (1);"
     )
-    async with Client(build_sqlite_module([database])) as long:
-        listed = await ok(long, "list_tables", database="long")
-        assert [t["name"] for t in listed["tables"]] == ["small", "v"]
-        assert (await ok(long, "query", database="long", sql="SELECT a FROM small"))["rows"] == [
-            [1]
-        ]
-        assert (await ok(long, "execute", database="long", sql="INSERT INTO small VALUES (2)"))[
+    async with Client(build_sqlite_module([database])) as odd:
+        tables = (await ok(odd, "list_tables", database="odd"))["tables"]
+        assert sorted(t["name"] for t in tables) == sorted(["small", listed])
+        described = await ok(odd, "describe_table", database="odd", table=listed)
+        assert len(described["columns"]) == (200 if listed == "wide" else 1)
+        assert (await ok(odd, "query", database="odd", sql="SELECT a FROM small"))["rows"] == [[1]]
+        assert (await ok(odd, "execute", database="odd", sql="INSERT INTO small VALUES (2)"))[
             "rowcount"
         ] == 1
-        text = await refused(long, "query", database="long", sql="SELECT a FROM v")
-        assert "longer than this module's limit" in text
+        assert said in await refused(odd, "query", database="odd", sql=refused_sql)
     assert count(database, "small") == 2
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -306,6 +306,49 @@ def _hang_up(end: socket.socket) -> None:
         end.close()
 
 
+@contextmanager
+def _silenced_at(
+    registry: Registry, proxy: _SilencingProxy, statement: str
+) -> Iterator[threading.Event]:
+    """The proxy's connections go silent when ``registry`` first sends a statement holding
+    ``statement``; the event tells when that happened."""
+    silenced = threading.Event()
+
+    def silence(*arguments: object) -> None:  # SQLAlchemy's hook
+        if statement in str(arguments[2]) and not silenced.is_set():
+            silenced.set()
+            proxy.silence()
+
+    event.listen(registry.engine, "before_cursor_execute", silence)
+    try:
+        yield silenced
+    finally:
+        event.remove(registry.engine, "before_cursor_execute", silence)
+
+
+async def _gives_up(work: Callable[[], Awaitable[object]], proxy: _SilencingProxy) -> bool:
+    """Whether ``work`` gave up as ``registry_unavailable`` within three reads' bounds; a read
+    still waiting after them is hung up on, whatever the code did."""
+    done = anyio.Event()
+    outcome: list[str] = []
+
+    async def working() -> None:
+        try:
+            await work()
+            outcome.append("done")
+        except RegistryUnavailable:
+            outcome.append("registry unavailable")
+        done.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(working)
+        with anyio.move_on_after(STATEMENT_TIMEOUT_S * 3):
+            await done.wait()
+        gave_up = list(outcome)
+        proxy.hang_up_silenced()
+    return gave_up == ["registry unavailable"]
+
+
 @pytest.mark.postgres
 async def test_a_catch_up_whose_connection_went_silent_gives_up_and_the_next_applies(
     postgres_server: PostgresServer,
@@ -324,38 +367,12 @@ async def test_a_catch_up_whose_connection_went_silent_gives_up_and_the_next_app
         catalog = Catalog(registry)
         await catalog.load()
         await services.registrar.put_assignment("web1", spec)
-
-        silenced = threading.Event()
-
-        def silence_at_the_machines_read(*arguments: object) -> None:  # SQLAlchemy's hook
-            if "FROM machines" in str(arguments[2]) and not silenced.is_set():
-                silenced.set()
-                proxy.silence()
-
-        event.listen(registry.engine, "before_cursor_execute", silence_at_the_machines_read)
-        done = anyio.Event()
-        outcome: list[str] = []
-
-        async def catching_up() -> None:
-            try:
-                await catalog.catch_up()
-                outcome.append("applied")
-            except RegistryUnavailable:
-                outcome.append("registry unavailable")
-            done.set()
-
         try:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(catching_up)
-                with anyio.move_on_after(STATEMENT_TIMEOUT_S * 3):
-                    await done.wait()
-                gave_up = list(outcome)
-                proxy.hang_up_silenced()  # a read still waiting ends now, whatever the code did
-            assert gave_up == ["registry unavailable"], "the catch-up waited for good"
+            with _silenced_at(registry, proxy, "FROM machines"):
+                assert await _gives_up(catalog.catch_up, proxy), "the catch-up waited for good"
             assert await catalog.catch_up() == 1
             assert _addresses(catalog) == {"web1/logs/lookup"}
         finally:
-            event.remove(registry.engine, "before_cursor_execute", silence_at_the_machines_read)
             proxy.close()
             registry.dispose()
 
@@ -375,37 +392,12 @@ async def test_a_load_whose_connection_went_silent_gives_up_and_the_next_applies
         await services.registrar.put_assignment("web1", spec)
         registry = Registry(proxy.url(url))  # a second navigator's, across the network
         catalog = Catalog(registry)
-        silenced = threading.Event()
-
-        def silence_at_the_catalogues_read(*arguments: object) -> None:  # SQLAlchemy's hook
-            if "tools.contract_digest" in str(arguments[2]) and not silenced.is_set():
-                silenced.set()
-                proxy.silence()
-
-        event.listen(registry.engine, "before_cursor_execute", silence_at_the_catalogues_read)
-        done = anyio.Event()
-        outcome: list[str] = []
-
-        async def loading() -> None:
-            try:
-                await catalog.load()
-                outcome.append("loaded")
-            except RegistryUnavailable:
-                outcome.append("registry unavailable")
-            done.set()
-
         try:
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(loading)
-                with anyio.move_on_after(STATEMENT_TIMEOUT_S * 3):
-                    await done.wait()
-                gave_up = list(outcome)
-                proxy.hang_up_silenced()  # a read still waiting ends now, whatever the code did
-            assert gave_up == ["registry unavailable"], "the load waited for good"
+            with _silenced_at(registry, proxy, "tools.contract_digest"):
+                assert await _gives_up(catalog.load, proxy), "the load waited for good"
             await catalog.load()
             assert _addresses(catalog) == {"web1/logs/lookup"}
         finally:
-            event.remove(registry.engine, "before_cursor_execute", silence_at_the_catalogues_read)
             proxy.close()
             registry.dispose()
 
@@ -422,24 +414,16 @@ async def test_a_prune_whose_connection_went_silent_does_not_hold_the_follower(
     proxy = _SilencingProxy(postgres_server.port)
     follower = Services.create(NavigatorSettings(database_url=proxy.url(url), heartbeat_s=1.0))
     spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
-    silenced = threading.Event()
-
-    def silence_at_the_prune(*arguments: object) -> None:  # SQLAlchemy's hook
-        if "catalog_changes.at <" in str(arguments[2]) and not silenced.is_set():
-            silenced.set()
-            proxy.silence()
-
-    event.listen(follower.registry.engine, "before_cursor_execute", silence_at_the_prune)
     try:
-        async with running(writer), running(follower):
-            assert await anyio.to_thread.run_sync(silenced.wait, 10)
-            await writer.registrar.put_assignment("web1", spec)
-            with anyio.move_on_after(STATEMENT_TIMEOUT_S * 2):
-                while not _addresses(follower.catalog):
-                    await anyio.sleep(0.1)
-            followed = _addresses(follower.catalog)
-            proxy.hang_up_silenced()  # a write still waiting ends now, whatever the code did
+        with _silenced_at(follower.registry, proxy, "catalog_changes.at <") as silenced:
+            async with running(writer), running(follower):
+                assert await anyio.to_thread.run_sync(silenced.wait, 10)
+                await writer.registrar.put_assignment("web1", spec)
+                with anyio.move_on_after(STATEMENT_TIMEOUT_S * 2):
+                    while not _addresses(follower.catalog):
+                        await anyio.sleep(0.1)
+                followed = _addresses(follower.catalog)
+                proxy.hang_up_silenced()  # a write still waiting ends now, whatever it did
         assert followed == {"web1/logs/lookup"}, "the follower waited on the prune"
     finally:
-        event.remove(follower.registry.engine, "before_cursor_execute", silence_at_the_prune)
         proxy.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -288,9 +288,13 @@ async def test_a_node_cannot_pose_as_the_navigator() -> None:
             await nodes.call(url, "posing", {"code": "node_unavailable"}, token=None, deadline_s=30)
 
 
-def _refusing(app: Any, status: int, body: bytes) -> Any:
-    """``app`` behind a proxy that answers a POST calling the tool ``refused`` itself, with
-    ``status`` and ``body`` (a proxy's 503 or 429, or a node's garbled answer)."""
+_Response = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+def _intercepting(app: Any, answer: Callable[[bytes, dict[bytes, bytes]], _Response | None]) -> Any:
+    """``app`` behind a proxy that reads each POST whole and answers it itself when ``answer``
+    (given its body and headers) gives a response — status, headers, body —, and passes it on
+    otherwise."""
 
     async def proxy(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -301,8 +305,9 @@ def _refusing(app: Any, status: int, body: bytes) -> Any:
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
         request = b"".join(chunks)
-        if b'"name":"refused"' in request:
-            headers = [(b"content-type", b"application/json")]
+        response = answer(request, dict(scope["headers"]))
+        if response is not None:
+            status, headers, body = response
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return None
@@ -318,6 +323,18 @@ def _refusing(app: Any, status: int, body: bytes) -> Any:
         return await app(scope, replay, send)
 
     return proxy
+
+
+def _refusing(app: Any, status: int, body: bytes) -> Any:
+    """``app`` behind a proxy that answers a POST calling the tool ``refused`` itself, with
+    ``status`` and ``body`` (a proxy's 503 or 429, or a node's garbled answer)."""
+
+    def answer(request: bytes, headers: dict[bytes, bytes]) -> _Response | None:
+        if b'"name":"refused"' not in request:
+            return None
+        return status, [(b"content-type", b"application/json")], body
+
+    return _intercepting(app, answer)
 
 
 @pytest.mark.parametrize(
@@ -355,39 +372,21 @@ def _answering(app: Any, structured: str, *, streamed: bool) -> Any:
     """``app`` behind a proxy that answers a POST calling the tool ``deep`` itself: a result whose
     structured content is the text ``structured``, as JSON or as an event stream."""
 
-    async def proxy(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            return await app(scope, receive, send)
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        request = json.loads(b"".join(chunks))
-        if request.get("method") == "tools/call" and request["params"]["name"] == "deep":
-            result = f'{{"content":[],"structuredContent":{structured}}}'
-            answer = f'{{"jsonrpc":"2.0","id":{json.dumps(request["id"])},"result":{result}}}'
-            kind = b"text/event-stream" if streamed else b"application/json"
-            body = f"event: message\ndata: {answer}\n\n" if streamed else answer
-            headers = [(b"content-type", kind)]
-            session = dict(scope["headers"]).get(b"mcp-session-id")
-            if session is not None:
-                headers.append((b"mcp-session-id", session))
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body.encode()})
+    def answer(body: bytes, headers: dict[bytes, bytes]) -> _Response | None:
+        request = json.loads(body)
+        if request.get("method") != "tools/call" or request["params"]["name"] != "deep":
             return None
-        replayed = False
+        result = f'{{"content":[],"structuredContent":{structured}}}'
+        answered = f'{{"jsonrpc":"2.0","id":{json.dumps(request["id"])},"result":{result}}}'
+        kind = b"text/event-stream" if streamed else b"application/json"
+        text = f"event: message\ndata: {answered}\n\n" if streamed else answered
+        sent = [(b"content-type", kind)]
+        session = headers.get(b"mcp-session-id")
+        if session is not None:
+            sent.append((b"mcp-session-id", session))
+        return 200, sent, text.encode()
 
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        return await app(scope, replay, send)
-
-    return proxy
+    return _intercepting(app, answer)
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
