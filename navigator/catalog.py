@@ -333,6 +333,10 @@ class _State:
         index (a whole load indexes many assignments' documents at once)."""
         key = (assignment.machine, assignment.role)
         previous = self.assignments.get(key)
+        if previous == assignment and self._placed_as(key, rows):
+            # read again with its machine (a change log entry names a machine, not an
+            # assignment): nothing of it changed, and its tools stay placed and indexed
+            return []
         self.assignments[key] = assignment
         self.by_machine.setdefault(assignment.machine, {})[assignment.role] = assignment
         documents: list[ToolDocument] = []
@@ -344,6 +348,20 @@ class _State:
             # document is not indexed again (removing costs each term's postings)
             self._drop_tools(previous, key, keep=placed)
         return documents
+
+    def _placed_as(self, key: tuple[str, str], rows: list[CatalogRow]) -> bool:
+        """Whether the tools placed for the assignment ``key`` are ``rows``' (a retired one's
+        none), name by name with the same contract and confirmation mark."""
+        placed = self.placed.get(key, _NO_TOOLS)
+        if self.assignments[key].retired:
+            return not placed
+        if len(placed) != len(rows):
+            return False
+        held = {tool.name: (tool.contract.digest, tool.confirmation) for tool in placed.values()}
+        return all(
+            held.get(str(row.tool)) == (str(row.contract_digest), str(row.confirmation))
+            for row in rows
+        )
 
     def _place_tools(
         self,

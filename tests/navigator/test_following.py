@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -105,6 +106,45 @@ async def test_an_assignment_registered_again_removes_only_the_tools_that_left(
         assert _addresses(services.catalog) == {"m1/books/lookup"}
         hits = index.search("shelve", permits=lambda _address: True).hits
         assert "m1/books/shelve" not in [hit.address for hit in hits]
+
+
+async def test_a_machines_unchanged_assignments_are_not_placed_again_by_a_change_beside_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change log entry names a machine, and the view reads the whole machine again: every
+    assignment of it was placed again, each tool's contract decoded and its document made, the
+    event loop held for the whole machine's tools (50 ms for 600) when one of them changed.
+    An assignment read back as it is placed stays as it is; a changed mark does not."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        for role in ("books", "films"):
+            spec = AssignmentSpec(role=role, module="tools-file", tools=TOOLS)
+            await services.registrar.put_assignment("m1", spec)
+        catalog = services.catalog
+        films = catalog.tool("m1/films/lookup")
+        upserted: list[list[str]] = []
+        upsert = catalog.index.upsert
+
+        def counted(documents: Iterable[Any]) -> None:
+            documents = list(documents)
+            upserted.append([document.address for document in documents])
+            upsert(documents)
+
+        monkeypatch.setattr(catalog.index, "upsert", counted)
+        extra = {"name": "shelve", "inputSchema": {"type": "object"}}
+        changed = AssignmentSpec(role="books", module="tools-file", tools=[*TOOLS, extra])
+        await services.registrar.put_assignment("m1", changed)
+        assert catalog.tool("m1/films/lookup") is films  # not placed again
+        assert sorted(a for batch in upserted for a in batch) == [
+            "m1/books/lookup",
+            "m1/books/shelve",
+        ]
+        await services.transact(
+            lambda session: CatalogStore(session).mark_tool("m1", "films", "lookup", "always")
+        )
+        await catalog.catch_up()
+        assert catalog.tool("m1/films/lookup").confirmation == "always"
+        assert _addresses(catalog) == {"m1/books/lookup", "m1/books/shelve", "m1/films/lookup"}
 
 
 async def test_a_heartbeat_announces_its_own_machine_and_a_refresh_every_silent_one(
