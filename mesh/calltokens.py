@@ -39,6 +39,7 @@ __all__ = [
     "META_KEY",
     "CallClaims",
     "CallTokenVerifier",
+    "SeenNonces",
     "sign_call_token",
 ]
 
@@ -115,10 +116,7 @@ class CallTokenVerifier:
         self._key = key
         self._clock = clock
         self._floor = floor
-        #: Nonces of accepted tokens until they expire, and the same in expiry order for pruning.
-        self._seen: set[str] = set()
-        self._expiries: list[tuple[float, str]] = []
-        self._lock = threading.Lock()
+        self._seen = SeenNonces()  # of accepted tokens, until they expire
 
     def verify(
         self, token: object, *, role: str, tool: str, arguments: Mapping[str, Any]
@@ -170,13 +168,33 @@ class CallTokenVerifier:
         return claims
 
     def _remember(self, nonce: str, expires: float, now: float) -> None:
-        """Refuse a nonce seen before; forget nonces whose tokens have expired, oldest first, so
-        each call costs O(log n) however many tokens are live."""
+        """Refuse a nonce seen before."""
+        if not self._seen.first(nonce, expires, now):
+            raise CallTokenRejected()
+
+
+class SeenNonces:
+    """Nonces seen, each until its token expires, and the same in expiry order: forgetting the
+    expired ones, oldest first, costs each check O(log n) however many tokens are live. Thread-
+    safe (a node checks tokens from its modules' worker threads too)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._expiries: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def first(self, nonce: str, expires: float, now: float) -> bool:
+        """Whether ``nonce`` is new and its token unexpired (then it is kept until ``expires``);
+        the expired ones are forgotten."""
         with self._lock:
             expiries = self._expiries
             while expiries and expiries[0][0] <= now:
                 self._seen.discard(heapq.heappop(expiries)[1])
-            if nonce in self._seen:
-                raise CallTokenRejected()
+            if expires <= now or nonce in self._seen:
+                return False
             self._seen.add(nonce)
             heapq.heappush(expiries, (expires, nonce))
+            return True

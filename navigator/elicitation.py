@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import heapq
 import hmac
 import json
 import secrets
@@ -25,6 +24,7 @@ from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, Field, StrictBool
 
+from mesh.calltokens import SeenNonces
 from navigator.confirmation import Elicitor
 from navigator.limits import LIMITS
 
@@ -54,15 +54,13 @@ class InputNeeded(Exception):
 
 
 class _StateSigner:
-    """Signs a request state bound to its call, and redeems each one once. The nonces redeemed
-    are kept until their states expire, and in expiry order too, so that forgetting the expired
-    ones costs each redemption O(log n) however many are live: past 4,096 live nonces every
-    redemption rebuilt the whole table, and two requests a nonce grew it."""
+    """Signs a request state bound to its call, and redeems each one once: its nonce is kept until
+    the state expires, as a call token's is (past 4,096 live nonces every redemption rebuilt a
+    whole table, and two requests a nonce grew it)."""
 
     def __init__(self) -> None:
         self._key = secrets.token_bytes(32)
-        self._used: set[str] = set()
-        self._expiries: list[tuple[float, str]] = []
+        self._used = SeenNonces()
 
     def sign(self, binding: str) -> str:
         claims = {"n": secrets.token_urlsafe(12), "e": time.time() + LIMITS.confirm_ttl_s}
@@ -78,14 +76,7 @@ class _StateSigner:
             nonce, expires = str(claims["n"]), float(claims["e"])
         except (ValueError, KeyError, TypeError):
             return False
-        now = time.time()
-        while self._expiries and self._expiries[0][0] <= now:
-            self._used.discard(heapq.heappop(self._expiries)[1])
-        if expires <= now or nonce in self._used:
-            return False
-        self._used.add(nonce)
-        heapq.heappush(self._expiries, (expires, nonce))
-        return True
+        return self._used.first(nonce, expires, time.time())
 
     def _mac(self, body: str, binding: str) -> str:
         # surrogatepass: a JWT's subject, which names the principal, may be any JSON string

@@ -440,20 +440,20 @@ class AccessStore:
         everyone): ``None``, its earlier row gone all the same.
         """
         wanted = sorted(set(scopes))
-        # The revision moves before any row is touched, as in every grant change (``grant``): its
-        # row lock orders grant writers, which took a grant row and the revision in opposite
-        # orders and deadlocked on PostgreSQL.
-        if wanted:
-            kept: GrantRecord | None = self.grant("*", target, effect="allow", scopes=wanted)
-        else:
-            kept = None
-            CatalogStore(self.session).bump("grants")
         earlier = select(Grant).where(
             Grant.principal == "*", Grant.target == target, Grant.effect == "allow"
         )
-        for row in self.session.execute(earlier).scalars():
-            if sorted(row.scopes) != wanted:
-                self.session.delete(row)
+        going = [
+            row for row in self.session.execute(earlier).scalars() if sorted(row.scopes) != wanted
+        ]
+        # The revision moves before any row is changed, as in every grant change (``grant``):
+        # its row lock orders grant writers, which took a grant row and the revision in
+        # opposite orders and deadlocked on PostgreSQL. Reading the rows first locks none.
+        kept = self.grant("*", target, effect="allow", scopes=wanted) if wanted else None
+        if going and not wanted:
+            CatalogStore(self.session).bump("grants")
+        for row in going:
+            self.session.delete(row)
         self.session.flush()
         return kept
 

@@ -538,7 +538,7 @@ def not_the_navigator() -> Any:
         do_GET = do_POST = do_DELETE = _answer
 
         def log_message(self, format: str, *args: Any) -> None:
-            pass
+            """No request log: the server's stderr is the test's, and says nothing of use."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
