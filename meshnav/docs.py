@@ -65,7 +65,8 @@ ANSWERS = {
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "
         "nextCursor?}` ranked best first; ties break by address. The same tool on many holders "
-        'is one result `{address: "*/ROLE/TOOL", holders: [first 16], holderCount, ...}`. '
+        'is one result `{address: "*/ROLE/TOOL", holders: [16, those the query names first], '
+        "holderCount, ...}`. "
         "`_meta.contract_digest` digests the page's addresses and contracts. `title` and "
         "`summary` hold at most 200 characters here and in `seats`; `describe` gives the whole "
         "title."

@@ -38,7 +38,7 @@ from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
-from navigator.search import Hit
+from navigator.search import Hit, shown_holders
 from navigator.validation import (
     NOT_UNICODE,
     CompiledSchema,
@@ -292,7 +292,9 @@ class Navigator:
         if len(live) == 1:
             return Hit(first.address, first, (), 1, hit.score)
         holders = tuple(tool.holder for tool in live)
-        shown = holders[: LIMITS.collapsed_holders]
+        still = set(holders)
+        listed = [holder for holder in hit.holders if holder in still]  # in the order it listed
+        shown = shown_holders(holders, listed)
         return Hit(hit.address, first, shown, len(live), hit.score, holders)
 
     # --- describe --------------------------------------------------------------------------

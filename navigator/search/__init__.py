@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from navigator.search.audience import EVERYONE, Audience
-from navigator.search.documents import Hit, SearchPage, ToolDocument, document_from_tool
+from navigator.search.documents import (
+    Hit,
+    SearchPage,
+    ToolDocument,
+    document_from_tool,
+    shown_holders,
+)
 from navigator.search.index import SearchIndex
 from navigator.search.ranking import RankingSettings
 
@@ -16,4 +22,5 @@ __all__ = [
     "SearchPage",
     "ToolDocument",
     "document_from_tool",
+    "shown_holders",
 ]

@@ -7,11 +7,21 @@ one ranked result — a concrete tool, or one tool collapsed over the holders th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from itertools import islice
 from typing import Any, TypeGuard
 
-__all__ = ["Hit", "SearchPage", "ToolDocument", "document_from_tool", "slot_setters"]
+from navigator.limits import LIMITS
+
+__all__ = [
+    "Hit",
+    "SearchPage",
+    "ToolDocument",
+    "document_from_tool",
+    "shown_holders",
+    "slot_setters",
+]
 
 
 def slot_setters(cls: type) -> list[Callable[[Any, Any], None]]:
@@ -117,17 +127,28 @@ class Hit:
     """One ranked result.
 
     A tool offered identically by two or more permitted holders is one collapsed hit, addressed
-    ``*/ROLE/TOOL``, with the first 16 of those holders in holder order and their count; any other
+    ``*/ROLE/TOOL``, with 16 of those holders (``shown_holders``) and their count; any other
     hit is the concrete address of one tool (``holders`` empty, ``holder_count`` 1).
     """
 
     address: str  # concrete address, or "*/ROLE/TOOL" for a collapsed group
     document: ToolDocument  # a representative: the first permitted holder
-    holders: tuple[str, ...]  # collapsed: first 16 permitted holders in holder order; single: ()
+    holders: tuple[str, ...]  # collapsed: 16 permitted holders, named ones first; single: ()
     holder_count: int  # collapsed: number of permitted holders (>= 2); single: 1
     score: float
     #: collapsed: every permitted holder, in order (a group's status is any one's); single: ()
     every_holder: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+
+def shown_holders(holders: Sequence[str], first: Iterable[str] = ()) -> tuple[str, ...]:
+    """The 16 of a collapsed hit's ``holders`` (holder order) it lists: ``first`` (some of them,
+    in the order given), then the others in order. A search lists the holders its query names
+    first: "uptime of web-420" on 900 machines lists web-420, which holder order leaves out."""
+    listed = tuple(islice(first, LIMITS.collapsed_holders))
+    if not listed:
+        return tuple(holders[: LIMITS.collapsed_holders])
+    rest = (holder for holder in holders if holder not in listed)
+    return (*listed, *islice(rest, LIMITS.collapsed_holders - len(listed)))
 
 
 @dataclass(frozen=True, slots=True)

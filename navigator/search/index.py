@@ -31,11 +31,10 @@ import numpy.typing as npt
 
 from navigator.addresses import Pattern
 from navigator.caches import WeightedCache
-from navigator.limits import LIMITS
 from navigator.search.audience import Audience, audience_of
 from navigator.search.batch import BatchAnalyzer
 from navigator.search.commonness import stem_zipf_frequency, zipf_frequency
-from navigator.search.documents import Hit, SearchPage, ToolDocument
+from navigator.search.documents import Hit, SearchPage, ToolDocument, shown_holders
 from navigator.search.paging import first_hits
 from navigator.search.postings import Among, PostingIndex, PostingState
 from navigator.search.ranking import RankingSettings, bm25_idf, plan_query
@@ -655,16 +654,13 @@ class SearchIndex:
             permitted = [at for at in permitted if within(members[at])]
         if not permitted:
             return None
-        if bonuses:  # the largest bonus of a permitted member's holder
-            score += max(
-                (
-                    bonus
-                    for holder, bonus in bonuses.items()
-                    if (at := tool_text.position(holder)) is not None
-                    and _position(permitted, at) is not None
-                ),
-                default=0.0,
-            )
+        named = {  # the permitted members on a holder the query names, with its bonus
+            holder: bonus
+            for holder, bonus in bonuses.items()
+            if (at := tool_text.position(holder)) is not None
+            and _position(permitted, at) is not None
+        }
+        score += max(named.values(), default=0.0)
         if score <= 0.0:
             return None
         first = self._documents[members[permitted[0]]]
@@ -675,7 +671,7 @@ class SearchIndex:
         )  # fmt: skip
         role, name, _ = tool_text.key
         return Hit(
-            f"*/{role}/{name}", first, holders[: LIMITS.collapsed_holders], len(permitted), score,
+            f"*/{role}/{name}", first, shown_holders(holders, sorted(named)), len(permitted), score,
             holders,
         )  # fmt: skip
 

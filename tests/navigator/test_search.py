@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 import navigator.search.index as search_index
 from navigator.addresses import parse_pattern
 from navigator.grants import Caller, Permissions, compile_permissions
-from navigator.search import Hit, SearchIndex, SearchPage, ToolDocument, document_from_tool
+from navigator.search import (
+    Hit,
+    SearchIndex,
+    SearchPage,
+    ToolDocument,
+    document_from_tool,
+    shown_holders,
+)
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
 from navigator.search.vocabulary import Vocabulary
 from registry import GrantRecord, GrantSnapshot
@@ -350,6 +357,25 @@ def test_a_collapsed_hit_shows_sixteen_holders_and_counts_them_all() -> None:
     assert hit.holder_count == 40
 
 
+def test_a_collapsed_hit_lists_the_holders_the_query_names_first() -> None:
+    """Holder order alone would list m00 to m15 and leave out the machine the query asks about."""
+    index = index_of(*uptime_on(*(f"m{n:02d}" for n in range(40))))
+    (hit,) = index.search("uptime of m31 and m17", permits=allow_all).hits
+    assert hit.holders == ("m17", "m31", *(f"m{n:02d}" for n in range(14)))
+    assert hit.holder_count == 40
+    assert hit.every_holder == tuple(f"m{n:02d}" for n in range(40))
+    # a named holder the caller may not call is not listed, first or otherwise
+    (hit,) = index.search("uptime of m31", permits=lambda a: not a.startswith("m31/")).hits
+    assert hit.holders == tuple(f"m{n:02d}" for n in range(16))
+
+
+def test_shown_holders_keeps_the_first_given_then_holder_order() -> None:
+    holders = [f"h{n:02d}" for n in range(30)]
+    assert shown_holders(holders) == tuple(holders[:16])
+    assert shown_holders(holders, ["h20", "h03"]) == ("h20", "h03", *holders[:3], *holders[4:15])
+    assert shown_holders(holders, holders[::-1]) == tuple(holders[::-1][:16])
+
+
 def test_a_group_with_one_permitted_holder_is_a_concrete_hit() -> None:
     index = index_of(*uptime_on("db1", "db2", "web1"))
     (hit,) = index.search("uptime", permits=lambda a: a.startswith("db2/")).hits
@@ -678,6 +704,16 @@ def expected_members(
     )
 
 
+def is_shown_from(shown: tuple[str, ...], every: tuple[str, ...]) -> bool:
+    """Whether ``shown`` lists 16 of ``every`` as ``shown_holders`` does: some of them (the
+    named), in holder order, then the others in holder order."""
+    return set(shown) <= set(every) and any(
+        shown == shown_holders(every, shown[:named])
+        and list(shown[:named]) == sorted(shown[:named])
+        for named in range(len(shown) + 1)
+    )
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     tools=st.lists(tool_strategy, max_size=30),
@@ -710,7 +746,9 @@ def test_no_hit_ever_reflects_an_address_the_caller_may_not_call(
             assert hit.holders == ()
         else:
             assert hit.address == f"*/{hit.document.role}/{hit.document.name}"
-            assert hit.holders == tuple(address.split("/")[0] for address in members[:16])
+            every = tuple(address.split("/")[0] for address in members)
+            assert hit.every_holder == every
+            assert is_shown_from(hit.holders, every)
         assert not seen & set(members)
         seen |= set(members)
     ranked = [(-hit.score, hit.address) for hit in page.hits]
