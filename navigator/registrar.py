@@ -1,9 +1,11 @@
-"""Changing the catalogue: registrations from nodes and operators, retirements, seat placements.
+"""Changing the catalogue: registrations from nodes and operators, retirements, seat placements,
+machines added and tools marked.
 
 One path for every change: check names against the address grammar (refusing bad tool names one by
 one, keeping the rest), compute contract digests, write the registry in one transaction (its
 change-log entry tells the other navigators), then bring this navigator's catalogue up to date,
-and drop node clients that a re-registration made stale.
+and drop node clients that a re-registration made stale. This navigator's changes take their turn
+here, one at a time, before they take a connection (``Registrar._changed``).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from mesh.digests import contract_digest
@@ -30,12 +33,16 @@ from registry import (
     NewTool,
     NotFound,
     Registry,
+    RegistryUnavailable,
     SeatTaken,
 )
+from registry.database import STATEMENT_TIMEOUT_S
 
 __all__ = ["AssignmentSpec", "Registrar", "RegistrationResult", "is_node_endpoint"]
 
 logger = logging.getLogger("meshnav.navigator.registrar")
+
+T = TypeVar("T")
 
 MAX_TOOLS_PER_ASSIGNMENT = 4096
 
@@ -137,6 +144,30 @@ class Registrar:
         self.registry = registry
         self.catalog = catalog
         self.connections = connections
+        #: Held by one of this navigator's catalogue changes from its connection to its commit.
+        self._turn = anyio.Lock()
+
+    async def _changed(self, write: Callable[[], T]) -> T:
+        """``write``, a change to the catalogue in a transaction of its own, run off the loop once
+        this navigator's changes before it are done.
+
+        Catalogue writers commit one at a time (``CatalogStore._write``'s lock): a second writer
+        could only wait for the first, and it waited holding a pooled connection and a worker
+        thread. A burst of registrations, while another navigator held the lock, held every
+        connection so, and the token and grant read of every request found none: answered
+        ``registry_unavailable``, the registry healthy. The others wait here, holding neither,
+        as long as the registry's own lock wait (``STATEMENT_TIMEOUT_S``, then unavailable).
+        """
+        taken = False
+        with anyio.move_on_after(STATEMENT_TIMEOUT_S):
+            await self._turn.acquire()
+            taken = True
+        if not taken:
+            raise RegistryUnavailable()
+        try:
+            return await anyio.to_thread.run_sync(write)  # a write is never given up
+        finally:
+            self._turn.release()
 
     async def register_node(
         self,
@@ -189,7 +220,7 @@ class Registrar:
                         store.retire_assignment(machine, existing.role)
                 return key
 
-        key = await anyio.to_thread.run_sync(write)
+        key = await self._changed(write)
         for seat in taken:
             prefix = f"mesh/{seat}/"
             result.registered = [a for a in result.registered if not a.startswith(prefix)]
@@ -222,7 +253,7 @@ class Registrar:
                 if grant_scope_holders:
                     AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 
-        await anyio.to_thread.run_sync(write)
+        await self._changed(write)
         # An operator's registration may point the role at another server: its client goes. A
         # node's pushed tool list changes no server (a restarted node registers first), and
         # closing the client failed every call in flight to that assignment.
@@ -238,7 +269,7 @@ class Registrar:
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
 
-        await anyio.to_thread.run_sync(write)
+        await self._changed(write)
 
     async def heartbeat(self, machine: str, principal: str) -> None:
         def write() -> Any:
@@ -258,7 +289,27 @@ class Registrar:
                 else:
                     store.retire_assignment(machine, role)
 
-        await anyio.to_thread.run_sync(write)
+        await self._changed(write)
+        await self.catalog.catch_up_after_write()
+
+    async def add_machine(self, name: str, *, advertise_url: str | None) -> None:
+        """Add a machine, or bring back a retired one (an operator's act)."""
+
+        def write() -> None:
+            with self.registry.transaction() as session:
+                CatalogStore(session).add_machine(name, advertise_url=advertise_url)
+
+        await self._changed(write)
+        await self.catalog.catch_up_after_write()
+
+    async def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
+        """An operator's confirmation mark on one tool."""
+
+        def write() -> None:
+            with self.registry.transaction() as session:
+                CatalogStore(session).mark_tool(machine, role, tool, confirmation)
+
+        await self._changed(write)
         await self.catalog.catch_up_after_write()
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
@@ -269,7 +320,7 @@ class Registrar:
             with self.registry.transaction() as session:
                 CatalogStore(session).place_seat(seat, machine, role)
 
-        await anyio.to_thread.run_sync(write)
+        await self._changed(write)
         # the seat's previous machine and its new one, both logged
         await self.catalog.catch_up_after_write()
 

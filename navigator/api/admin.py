@@ -99,10 +99,7 @@ async def add_machine(request: Request) -> dict[str, Any]:
     body = await read_body(request, MachineBody)
     _name(body.name, machine=True)
     found = services(request)
-    await found.transact(
-        lambda session: CatalogStore(session).add_machine(body.name, advertise_url=body.advertise)
-    )
-    await found.catalog.catch_up_after_write()
+    await found.registrar.add_machine(body.name, advertise_url=body.advertise)
     return {"machine": body.name, "status": found.catalog.machine_status(body.name)}
 
 
@@ -203,11 +200,7 @@ async def mark_tool(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     machine, role, tool = (request.path_params[k] for k in ("machine", "role", "tool"))
     body = await read_body(request, ToolMarkBody)
-    found = services(request)
-    await found.transact(
-        lambda session: CatalogStore(session).mark_tool(machine, role, tool, body.confirmation)
-    )
-    await found.catalog.catch_up_after_write()
+    await services(request).registrar.mark_tool(machine, role, tool, body.confirmation)
     return {"tool": f"{machine}/{role}/{tool}", "confirmation": body.confirmation}
 
 

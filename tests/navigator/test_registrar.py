@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 from sqlalchemy.orm import Session
 
@@ -14,7 +16,10 @@ from navigator.registrar import MAX_DEFINITION_DEPTH, NOT_JSON, TOO_DEEP, Assign
 from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore, RegistryUnavailable
+from registry.catalog import CATALOG_WRITES_LOCK
+from tests.postgres_server import PostgresServer
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
@@ -215,3 +220,59 @@ async def test_a_change_that_committed_is_answered_as_made_though_its_read_back_
             while not (live := sorted(tool.address for tool in services.catalog.tools())):
                 await anyio.sleep(0.05)
     assert result.registered == live == ["m1/books/lookup"]
+
+
+@pytest.mark.postgres
+async def test_catalogue_writers_waiting_their_turn_leave_the_pool_to_the_reads(
+    postgres_server: PostgresServer,
+) -> None:
+    """Catalogue writers commit one at a time (the advisory lock, ADR 0008). While another
+    navigator held it, each registration of this one waited for it on a pooled connection: a
+    burst of them held the whole pool, and every request's token and grant read found no
+    connection and was answered ``registry_unavailable``, the registry healthy all along."""
+    url = postgres_server.create_database("writers_turn")
+    services = Services.create(NavigatorSettings(database_url=url))
+    token = mint_token()
+    spec = AssignmentSpec(role="books", module="books", tools=TOOLS)
+    async with running(services):
+        await services.transact(
+            lambda session: AccessStore(session).add_principal(
+                "alice", scopes=[], token_hash=hash_token(token)
+            )
+        )
+        other = psycopg.connect(postgres_server.dsn("writers_turn"))  # another navigator's writer
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (CATALOG_WRITES_LOCK,))
+        launched: list[str] = []
+        failed: list[str] = []
+
+        async def register(machine: str) -> None:
+            launched.append(f"{machine}/books/lookup")
+            try:
+                await services.registrar.put_assignment(machine, spec)
+            except RegistryUnavailable:
+                failed.append(machine)
+
+        read = ""
+
+        async def storm() -> None:  # nodes registering, more as they come, while the read runs
+            async with anyio.create_task_group() as tasks:
+                for n in itertools.count():
+                    if read:
+                        return
+                    tasks.start_soon(register, f"m{n}")
+                    await anyio.sleep(0.05)
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(storm)
+                await anyio.sleep(3.0)  # more writers waiting their turn than the pool holds
+                try:
+                    read = (await services.authenticator.verify(token)).principal
+                except RegistryUnavailable:
+                    read = "registry_unavailable"
+                other.rollback()  # the other navigator's change is done: this one's go in turn
+        finally:
+            other.close()
+    assert read == "alice"
+    assert failed == []
+    assert sorted(tool.address for tool in services.catalog.tools()) == sorted(launched)
