@@ -47,7 +47,7 @@ from navigator.validation import (
     is_unicode_text,
 )
 from navigator.walk import walk
-from registry import AccessStore, CatalogStore, Registry
+from registry import Registry, read_grant_revision, read_snapshot
 
 __all__ = ["Navigator"]
 
@@ -93,10 +93,9 @@ class Navigator:
     # --- grants ----------------------------------------------------------------------------
 
     def _read_permissions(self, caller: Caller) -> Permissions:
-        with self.registry.read_transaction() as session:
-            snapshot = AccessStore(session).snapshot(
-                caller.principal, caller.scopes, limit=LIMITS.grant_rows
-            )
+        snapshot = read_snapshot(
+            self.registry, caller.principal, caller.scopes, limit=LIMITS.grant_rows
+        )
         return compile_permissions(caller, snapshot)
 
     async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
@@ -121,11 +120,7 @@ class Navigator:
         return await self._read(lambda: self._read_permissions(caller))
 
     async def _grant_revision(self) -> int:
-        def read() -> int:
-            with self.registry.read_transaction() as session:
-                return CatalogStore(session).revision("grants")
-
-        return await self._read(read)
+        return await self._read(lambda: read_grant_revision(self.registry))
 
     async def _read(self, read: Callable[[], T]) -> T:
         return await short_read(self.registry, read)

@@ -8,6 +8,8 @@ from registry.access import (
     GrantSnapshot,
     PrincipalRecord,
     TokenHolder,
+    read_grant_revision,
+    read_snapshot,
     read_token_holder,
 )
 from registry.catalog import (
@@ -43,6 +45,8 @@ __all__ = [
     "TokenHolder",
     "ToolRecord",
     "migrate",
+    "read_grant_revision",
+    "read_snapshot",
     "read_token_holder",
     "ready_revision",
 ]

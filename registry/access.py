@@ -41,6 +41,8 @@ __all__ = [
     "GrantSnapshot",
     "PrincipalRecord",
     "TokenHolder",
+    "read_grant_revision",
+    "read_snapshot",
     "read_token_holder",
 ]
 
@@ -246,6 +248,10 @@ _TOKEN_HOLDER = (
 )
 
 
+#: The grant revision alone: what a page's grants are checked against once it is prepared.
+_GRANT_REVISION = select(Revision.value).where(Revision.name == "grants")
+
+
 def _grant_rows(rows: Sequence[Any], first: int) -> tuple[GrantRecord, ...]:
     """Grant records from the columns starting at ``first`` of a left join (no grant: ``None``)."""
     return tuple(
@@ -271,6 +277,30 @@ def read_token_holder(registry: Registry, token_hash: str, *, limit: int) -> Tok
     """
     rows = registry.rows(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1})
     return _token_holder(rows, limit)
+
+
+def read_snapshot(
+    registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
+) -> GrantSnapshot | None:
+    """``AccessStore.snapshot`` as one statement of the registry as it is now
+    (``Registry.rows``), as ``read_token_holder`` reads: on SQLite the held connection, never a
+    pooled one, which writers waiting for the database's lock may all hold."""
+    return _snapshot(registry.rows(_SNAPSHOT, _snapshot_params(principal, scopes, limit)), limit)
+
+
+def read_grant_revision(registry: Registry) -> int:
+    """The registry's grant revision, read as ``read_snapshot`` reads."""
+    return int(registry.rows(_GRANT_REVISION, {})[0][0])
+
+
+def _snapshot_params(principal: str, scopes: Iterable[str], limit: int) -> dict[str, Any]:
+    return {"principal": principal, "scopes": json.dumps(sorted(set(scopes))), "limit": limit + 1}
+
+
+def _snapshot(rows: Sequence[Any], limit: int) -> GrantSnapshot | None:
+    if len(rows) > limit:
+        return None
+    return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
 
 
 def _token_holder(rows: Sequence[Any], limit: int) -> TokenHolder | None:
@@ -492,12 +522,5 @@ class AccessStore:
         applies. Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
         """
         self.session.flush()
-        held = json.dumps(sorted(set(scopes)))
-        rows = (
-            self.session.connection()
-            .execute(_SNAPSHOT, {"principal": principal, "scopes": held, "limit": limit + 1})
-            .all()
-        )
-        if len(rows) > limit:
-            return None
-        return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
+        params = _snapshot_params(principal, scopes, limit)
+        return _snapshot(self.session.connection().execute(_SNAPSHOT, params).all(), limit)

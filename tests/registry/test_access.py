@@ -16,6 +16,8 @@ from registry import (
     Registry,
     RegistryUnavailable,
     migrate,
+    read_grant_revision,
+    read_snapshot,
     read_token_holder,
 )
 from registry.models import utcnow
@@ -233,6 +235,10 @@ def test_rows_for_scopes_a_principal_lacks_are_not_read_nor_counted(registry: Re
     dana = read_token_holder(registry, "d" * 64, limit=5)
     assert alice is not None and alice.grants == alone
     assert dana is not None and dana.grants is None  # six rows apply: more than five fails closed
+    # the same read without a session (a stdio or JWT caller's, on the held SQLite connection)
+    assert read_snapshot(registry, "dana", ["ops", "dba"], limit=6) == both
+    assert read_snapshot(registry, "dana", ["ops", "dba"], limit=5) is None
+    assert read_grant_revision(registry) == both.revision
 
 
 def test_a_token_holder_with_too_many_rows_gets_no_grants(registry: Registry) -> None:
