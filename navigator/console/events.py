@@ -1,12 +1,14 @@
 """Live updates: ``GET /console/events``, a server-sent-events stream fed by the catalogue.
 
 The stream says only *that* the mesh changed (a registration, a tool change, a retirement, a
-machine that stopped or started answering) and of which kind — never which machine, since the
-viewer may not be allowed to see it. The catalogue announces a machine that went silent as soon
-as its follower notices (within a second). The page then fetches its own fragment again, which
-applies the viewer's grants. Bursts are merged into one notice. The viewer's token is
-authenticated again before every notice and keep-alive, so a revoked token ends the stream
-within one keep-alive.
+machine that stopped or started answering, the viewer's own grants) and of which kind — never
+which machine, since the viewer may not be allowed to see it. The catalogue announces a machine
+that went silent as soon as its follower notices (within a second). The page then fetches its
+own fragment again, which applies the viewer's grants. Bursts are merged into one notice. The
+viewer's token is authenticated again before every notice and keep-alive, so a revoked token
+ends the stream within one keep-alive; the grant rows that apply to the viewer are compared then
+too (an operator's, any grant row: their grants page lists them all), so a grant taken away or
+given changes the page by the next keep-alive, though the catalogue did not move.
 sse-starlette ends open streams when the server shuts down, so an open console never holds up a
 restart.
 
@@ -20,6 +22,7 @@ requests up for 7.7 s after each change.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -32,8 +35,13 @@ from starlette.types import Receive, Scope, Send
 
 from navigator.catalog import Catalog, CatalogEvent
 from navigator.console.session import authenticate_viewer, error_json
-from navigator.errors import NavigatorError, TooManyStreams, Unauthenticated
+from navigator.errors import NavigatorError, TooManyStreams, Unauthenticated, from_registry
+from navigator.grants import Caller
+from navigator.limits import LIMITS
+from navigator.reads import short_read
 from navigator.services import services
+from navigator.tokens import ADMIN_SCOPE
+from registry import AccessStore, GrantSnapshot, RegistryError
 
 __all__ = ["KEEPALIVE_S", "STREAMS", "STREAMS_PER_VIEWER", "EventStreams"]
 
@@ -62,7 +70,43 @@ async def _next_change(queue: asyncio.Queue[CatalogEvent], wait: float) -> set[s
     return kinds
 
 
-async def _notices(request: Request, catalog: Catalog) -> AsyncIterator[ServerSentEvent]:
+async def _viewer_now(request: Request) -> tuple[Caller, str]:
+    """The signed-in viewer, authenticated now, and a fingerprint of what their grants let a page
+    show: their scopes and the grant rows that apply to them (ids and revisions) — for an
+    operator, whose grants page lists every row, the registry's grant revision as well. Hashed
+    from the rows as read, not compiled: it is taken for every open stream on every change."""
+    caller = await authenticate_viewer(request)
+    try:
+        snapshot = await _grant_rows(request, caller)
+    except RegistryError as error:
+        raise from_registry(error) from None
+    seen = sorted(caller.scopes)
+    if snapshot is not None:  # too many rows apply: every page refuses them, none changes
+        seen += [f"{row.id}:{row.revision}" for row in snapshot.rows]
+        if ADMIN_SCOPE in caller.scopes:
+            seen.append(f"revision {snapshot.revision}")
+    return caller, hashlib.sha256("\n".join(seen).encode()).hexdigest()
+
+
+async def _grant_rows(request: Request, caller: Caller) -> GrantSnapshot | None:
+    """The grant rows that apply to the viewer: those their token was read with, or, for a JWT's
+    viewer, read now."""
+    if caller.grants is not None:
+        return caller.grants
+    registry = services(request).registry
+
+    def read() -> GrantSnapshot | None:
+        with registry.read_transaction() as session:
+            return AccessStore(session).snapshot(
+                caller.principal, caller.scopes, limit=LIMITS.grant_rows
+            )
+
+    return await short_read(registry, read)
+
+
+async def _notices(
+    request: Request, catalog: Catalog, grants: str
+) -> AsyncIterator[ServerSentEvent]:
     queue = catalog.subscribe()
     pending: set[str] = set()  # changes not yet announced: the viewer could not be checked
     try:
@@ -71,7 +115,7 @@ async def _notices(request: Request, catalog: Catalog) -> AsyncIterator[ServerSe
             # a change held back is announced once the viewer can be checked: try again soon
             kinds = pending | await _next_change(queue, RECHECK_S if pending else KEEPALIVE_S)
             try:
-                await authenticate_viewer(request)
+                _, seen = await _viewer_now(request)
             except Unauthenticated:
                 yield ServerSentEvent(event="signed-out", data="{}")
                 return
@@ -79,6 +123,9 @@ async def _notices(request: Request, catalog: Catalog) -> AsyncIterator[ServerSe
                 pending = kinds
                 yield ServerSentEvent(comment="keep-alive")
                 continue
+            if seen != grants:  # a grant row moved: what their pages show may have
+                grants = seen
+                kinds.add("grants")
             pending = set()
             if kinds:
                 yield ServerSentEvent(event="change", data=json.dumps({"kinds": sorted(kinds)}))
@@ -113,14 +160,15 @@ class EventStreams:
 
     async def stream(self, request: Request) -> Response:
         try:
-            viewer = (await authenticate_viewer(request)).principal
+            caller, grants = await _viewer_now(request)
         except NavigatorError as error:
             return error_json(error)
+        viewer = caller.principal
         if self._open[viewer] >= self.per_viewer or self._open.total() >= self.total:
             return error_json(TooManyStreams())
         self._open[viewer] += 1
         return _HeldStream(
-            _notices(request, services(request).catalog), lambda: self._give_back(viewer)
+            _notices(request, services(request).catalog, grants), lambda: self._give_back(viewer)
         )
 
     def _give_back(self, viewer: str) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import update
 from starlette.applications import Starlette
 
 from navigator.app import build_app
-from navigator.console import is_console_path, viewpoint
+from navigator.console import events, is_console_path, viewpoint
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.pages import CONSOLE_ROWS
 from navigator.console.render import GrantsListing, grants_page
@@ -676,6 +676,44 @@ async def test_events_stream_ends_once_the_token_is_revoked(tmp_path: Path) -> N
                     break
     assert b"event: signed-out" in body
     assert b"event: change" not in body
+
+
+async def test_events_stream_says_when_the_viewers_grants_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grant taken from a viewer changes no catalogue, yet their page shows tools they may no
+    longer call: their stream says so by the next keep-alive, as does an operator's (the grants
+    page lists every row); a viewer whose rows stayed is told nothing."""
+    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
+
+    async def until(messages: Any, end: bytes) -> bytes:
+        body = b""
+        while end not in body:
+            body += (await messages.receive()).get("body", b"")
+        return body
+
+    def revoke_alices_rows(session: Any) -> None:
+        store = AccessStore(session)
+        for row in store.grants("alice"):
+            store.revoke_grant(row.id)
+
+    async with console_app(tmp_path) as console, AsyncExitStack() as stack:
+        streams = {
+            who: await stack.enter_async_context(open_events(console.app, console.tokens[who]))
+            for who in ("alice", "root", "nobody")
+        }
+        with anyio.fail_after(10):
+            quiet = {who: await until(m, b": keep-alive") for who, m in streams.items()}
+            await console.services.transact(revoke_alices_rows)
+            told = {who: await until(streams[who], b"event: change") for who in ("alice", "root")}
+            after = b""
+            while after.count(b": keep-alive") < 3:  # nobody's stream checked again since
+                after += (await streams["nobody"].receive())["body"]
+    assert not any(b"event: change" in body for body in quiet.values())
+    for body in told.values():
+        data = json.loads(body.split(b"data: ", 1)[1].split(b"\r\n", 1)[0])
+        assert data["kinds"] == ["grants"]
+    assert b"event: change" not in after
 
 
 async def test_events_stream_says_when_a_machine_stops_answering(tmp_path: Path) -> None:
