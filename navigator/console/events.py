@@ -41,7 +41,7 @@ from navigator.limits import LIMITS
 from navigator.reads import short_read
 from navigator.services import services
 from navigator.tokens import ADMIN_SCOPE
-from registry import AccessStore, GrantSnapshot, RegistryError
+from registry import GrantSnapshot, RegistryError, read_snapshot
 
 __all__ = ["KEEPALIVE_S", "STREAMS", "STREAMS_PER_VIEWER", "EventStreams"]
 
@@ -94,14 +94,10 @@ async def _grant_rows(request: Request, caller: Caller) -> GrantSnapshot | None:
     if caller.grants is not None:
         return caller.grants
     registry = services(request).registry
-
-    def read() -> GrantSnapshot | None:
-        with registry.read_transaction() as session:
-            return AccessStore(session).snapshot(
-                caller.principal, caller.scopes, limit=LIMITS.grant_rows
-            )
-
-    return await short_read(registry, read)
+    return await short_read(
+        registry,
+        lambda: read_snapshot(registry, caller.principal, caller.scopes, limit=LIMITS.grant_rows),
+    )
 
 
 async def _notices(

@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from joserfc import jwt
@@ -13,10 +14,12 @@ from joserfc.jwk import OctKey
 
 from navigator.app import build_app
 from navigator.auth import Authenticator, jwt_verifier
+from navigator.console import events
 from navigator.errors import Unauthenticated
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
+from tests.navigator.test_console import open_events
 
 SECRET = "a-shared-secret-of-sufficient-length-for-hs256"
 
@@ -142,3 +145,36 @@ async def test_the_console_takes_the_jwt_the_admin_api_takes(tmp_path: Path) -> 
     assert api.status_code == 200 and api.headers["cache-control"] == "no-store"
     assert signed.status_code in (302, 303), signed.text[:300]
     assert page.status_code == 200 and "carol" in page.text
+
+
+async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JWT brings no grant rows with it: the stream reads the viewer's rows itself to notice a
+    grant change, as it notices a stored token's."""
+    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
+    settings = NavigatorSettings(
+        database_url=f"sqlite:///{tmp_path / 'r.db'}",
+        jwt_public_key=SECRET,
+        jwt_algorithm="HS256",
+        jwt_issuer="https://idp.example",
+        jwt_audience="meshnav",
+    )
+    app = build_app(settings)
+    registry = Registry(settings.database_url)
+
+    def grant(effect: str) -> None:
+        with registry.transaction() as session:
+            AccessStore(session).grant("carol", "*/*/*", effect=effect)
+
+    async with app.router.lifespan_context(app):
+        grant("allow")
+        async with open_events(app, _jwt(sub="carol", scope="mesh:read")) as messages:
+            with anyio.fail_after(10):
+                body = b""
+                while b": keep-alive" not in body:
+                    body += (await messages.receive()).get("body", b"")
+                grant("deny")
+                while b"event: change" not in body:
+                    body += (await messages.receive()).get("body", b"")
+    assert b'"kinds": ["grants"]' in body
