@@ -3,8 +3,10 @@
 Authentication is one ASGI middleware in front of every route (``AuthenticationMiddleware``): MCP,
 the admin API, the node API and the console's data all pass through it, because FastMCP's own auth
 does not guard custom routes. It resolves the principal once per HTTP request and puts a
-``Caller`` in the ASGI scope; missing or bad credentials on a guarded path are an HTTP 401 whose
-body is the SPEC §9 JSON. Public paths (health, the console's static shell) carry no credentials.
+``Caller`` in the ASGI scope (on the MCP path, also the principal as the MCP SDK's user: the SDK
+serves a legacy-era session only to the principal that opened it); missing or bad credentials on
+a guarded path are an HTTP 401 whose body is the SPEC §9 JSON. Public paths (health, the
+console's static shell) carry no credentials.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastmcp.server.auth import TokenVerifier
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 
 from navigator.errors import (
     NavigatorError,
@@ -112,6 +116,14 @@ def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
 REGISTRY_DOWN = object()
 
 
+def session_owner(caller: Caller) -> AuthenticatedUser:
+    """The caller as the MCP SDK names who holds a legacy-era session: by principal id, which
+    the SDK compares on every request in that session (no token is kept in it)."""
+    return AuthenticatedUser(
+        AccessToken(token="", client_id=caller.principal, scopes=sorted(caller.scopes))
+    )
+
+
 def caller_from_scope(scope: Scope) -> Caller:
     """The caller the middleware resolved; missing context means deny."""
     caller = scope.get("state", {}).get("meshnav_caller")
@@ -170,9 +182,12 @@ class AuthenticationMiddleware:
                 await send_error(send, from_registry(error))
                 return
             # MCP answers an outage as a tool error (registry_unavailable), not an HTTP failure;
-            # the request carries no caller, so nothing but that error can come of it.
+            # the request carries no caller, so nothing but that error can come of it (and no
+            # session of anyone's is served to it: it names no owner)
             scope.setdefault("state", {})["meshnav_caller"] = REGISTRY_DOWN
             await self.app(scope, receive, send)
             return
         scope.setdefault("state", {})["meshnav_caller"] = caller
+        if self.answers_in_band(scope["path"]):  # MCP: its sessions are the caller's own
+            scope["user"] = session_owner(caller)
         await self.app(scope, receive, send)

@@ -178,3 +178,55 @@ async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
                 while b"event: change" not in body:
                     body += (await messages.receive()).get("body", b"")
     assert b'"kinds": ["grants"]' in body
+
+
+async def test_a_legacy_session_serves_only_the_principal_that_opened_it(tmp_path: Path) -> None:
+    """A legacy-era MCP session (2025-11-25) is bound to who opened it. The SDK compares the
+    request's ``scope["user"]``, which the navigator's own authentication never set: any other
+    principal holding the session's id was served in it — could end it, read its stream, and
+    answer the question a legacy-era confirmation put to its person (a review)."""
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    alice, bob = mint_token(), mint_token()
+    async with app.router.lifespan_context(app):
+        with app.state.meshnav.registry.transaction() as session:
+            for name, token in (("alice", alice), ("bob", bob)):
+                AccessStore(session).add_principal(name, scopes=[], token_hash=hash_token(token))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+
+            def headers(token: str, session_id: str | None = None) -> dict[str, str]:
+                held = {} if session_id is None else {"mcp-session-id": session_id}
+                return {
+                    "authorization": f"Bearer {token}",
+                    "accept": "application/json, text/event-stream",
+                    "mcp-protocol-version": "2025-11-25",
+                    **held,
+                }
+
+            opened = await client.post(
+                "/mcp",
+                headers=headers(alice),
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+            )
+            held = opened.headers["mcp-session-id"]
+            seats = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "seats", "arguments": {}},
+            }
+            used = await client.post("/mcp", headers=headers(bob, held), json=seats)
+            ended = await client.delete("/mcp", headers=headers(bob, held))
+            still = await client.post("/mcp", headers=headers(alice, held), json=seats)
+    assert used.status_code == 404, used.text
+    assert ended.status_code == 404, ended.text
+    assert still.status_code == 200 and '"isError":false' in still.text, still.text
