@@ -7,6 +7,7 @@ to the MCP app; only the other paths walk Starlette's route table (``NavigatorAp
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -19,7 +20,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from navigator.api import API_PREFIX
 from navigator.api.routes import api_routes, no_route
@@ -110,6 +111,60 @@ def _remember_host_origin(app: Starlette) -> None:
     ]
 
 
+#: How the MCP SDK's legacy-era transport begins its refusal of a body that is not one JSON-RPC
+#: message; pydantic's whole validation error follows, the body's own values in it.
+_UNREAD_BODY = "Validation error:"
+#: What the sessionless era's transport says of such a body, and now the legacy era's too.
+PLAIN_REFUSAL = "Body must be a single JSON-RPC request or notification object"
+
+
+class PlainRefusals:
+    """The MCP app, less what the SDK's legacy-era transport repeats of a body it cannot read:
+    its 400 says only what the sessionless era's says (SPEC §9: no error repeats what was sent).
+    Only a 400 is held and read; every other answer passes as it is sent."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def sending(message: Message) -> None:
+            if not held and not (
+                message["type"] == "http.response.start" and message["status"] == 400
+            ):
+                await send(message)
+                return
+            held.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                for plain in _plain(held):
+                    await send(plain)
+                held.clear()
+
+        await self.app(scope, receive, sending)
+
+
+def _plain(answer: list[Message]) -> list[Message]:
+    """A 400 as it was sent, or with the plain refusal in place of the transport's message."""
+    start, body = answer[0], b"".join(m.get("body", b"") for m in answer[1:])
+    try:
+        refusal = json.loads(body)
+        error = refusal["error"]
+        repeats = error["message"].startswith(_UNREAD_BODY)
+    except (ValueError, TypeError, KeyError, AttributeError):  # not the transport's JSON-RPC
+        return answer
+    if not repeats:
+        return answer
+    error["message"] = PLAIN_REFUSAL
+    plain = json.dumps(refusal, separators=(",", ":")).encode()
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(plain)).encode()))
+    return [{**start, "headers": headers}, {"type": "http.response.body", "body": plain}]
+
+
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
     services = Services.create(settings)
     mcp_app = build_mcp(services).http_app(
@@ -119,6 +174,7 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
         allowed_origins=settings.allowed_origins or None,
     )
     _remember_host_origin(mcp_app)
+    mcp_app.user_middleware.append(Middleware(PlainRefusals))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

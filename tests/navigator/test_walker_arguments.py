@@ -496,3 +496,47 @@ async def test_a_definition_as_deep_as_registration_takes_is_described_and_found
             found = await _call(client, "search", {"query": "nest", "schemas": True})
     assert described["inputSchema"] == deep
     assert [hit["inputSchema"] for hit in found["results"]] == [deep]
+
+
+SECRET = "hunter2-in-the-body"
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", SESSIONLESS])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": SECRET},
+        {"jsonrpc": "2.0", "id": 1, "method": {"name": SECRET}},
+        [{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"s": SECRET}}],
+    ],
+    ids=["params a string", "method an object", "a batch"],
+)
+async def test_a_body_that_is_not_one_json_rpc_message_is_not_repeated(
+    tmp_path: Path, era: str, body: Any
+) -> None:
+    """The MCP SDK's legacy-era transport answered a body it could not read as one JSON-RPC
+    message with pydantic's whole validation error, the body's values in it (``input_value=
+    'hunter2…'``) and the library's version; the sessionless era's says only what is wrong."""
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    token = mint_token()
+    async with app.router.lifespan_context(app):
+
+        def alice(session: Any) -> None:
+            AccessStore(session).add_principal("alice", scopes=[], token_hash=hash_token(token))
+
+        await app.state.meshnav.transact(alice)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            answer = await http.post(
+                "/mcp",
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json, text/event-stream",
+                    "MCP-Protocol-Version": era,
+                },
+                json=body,
+            )
+    assert answer.status_code == 400
+    refused = answer.json()
+    assert refused["id"] is None and refused["error"]["code"] in (-32600, -32602)
+    assert SECRET not in answer.text and "pydantic" not in answer.text
