@@ -14,11 +14,13 @@ from typing import Any
 import anyio
 import pytest
 from fastmcp import Client, Context, FastMCP
+from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.tools import ToolResult
 from mcp_types import TextContent
 
 from mesh.calltokens import META_KEY
+from navigator.app import build_app
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable, ToolNotGranted
 from navigator.grants import Caller
 from navigator.limits import LIMITS
@@ -27,6 +29,7 @@ from navigator.registrar import AssignmentSpec
 from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.harness import serving
 
@@ -474,3 +477,70 @@ async def test_progress_json_cannot_carry_is_not_passed_on() -> None:
 
     assert await _answer_in(events(), 7, sink) == json.loads(answer)  # type: ignore[arg-type]
     assert seen == [(1.0, None, None), (2.0, 4.0, None)]
+
+
+@pytest.mark.parametrize("node_legacy", [False, True], ids=["sessionless node", "legacy node"])
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["sessionless agent", "legacy agent"])
+async def test_a_call_the_agent_cancels_is_cancelled_at_the_node(
+    tmp_path: Path, mode: str, node_legacy: bool
+) -> None:
+    """SPEC §3.6: a call the client cancels is cancelled at the node. The sessionless era cancels
+    by closing the call's response stream, the legacy era with ``notifications/cancelled``; the
+    navigator's forwarded call ends either way, on a node of either era."""
+    seen: list[str] = []
+    node = FastMCP("node")
+
+    @node.tool
+    async def wait(seconds: float) -> str:
+        seen.append("started")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            seen.append("cancelled")
+            raise
+        seen.append("finished")
+        return "waited"
+
+    node_app = node.http_app(path="/mcp")
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    token = mint_token()
+    async with (
+        serving(_legacy_only(node_app) if node_legacy else node_app, lifespan="on") as node_port,
+        serving(app, lifespan="on") as port,
+    ):
+        services: Services = app.state.meshnav
+        tool = {
+            "name": "wait",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": True},
+        }
+        spec = AssignmentSpec(
+            role="r", module="x", tools=[tool], endpoint=f"http://127.0.0.1:{node_port}/mcp"
+        )
+        await services.registrar.put_assignment("m1", spec)
+
+        def alice(session: Any) -> None:
+            AccessStore(session).add_principal("alice", scopes=[], token_hash=hash_token(token))
+            AccessStore(session).grant("alice", "m1/r/*", effect="allow")
+
+        await services.transact(alice)
+        transport = StreamableHttpTransport(
+            f"http://127.0.0.1:{port}/mcp", headers={"Authorization": f"Bearer {token}"}
+        )
+        async with Client(transport, mode=mode, timeout=60) as client:  # type: ignore[arg-type]
+            async with anyio.create_task_group() as tasks:
+
+                async def call() -> None:
+                    arguments = {"address": "m1/r/wait", "args": {"seconds": 30}}
+                    await client.call_tool_mcp("call", arguments)
+
+                tasks.start_soon(call)
+                with anyio.fail_after(10):
+                    while seen != ["started"]:
+                        await anyio.sleep(0.05)
+                tasks.cancel_scope.cancel()
+            with anyio.fail_after(10):
+                while len(seen) < 2:
+                    await anyio.sleep(0.05)
+            assert not (await client.call_tool_mcp("seats", {})).is_error  # the session lives on
+    assert seen == ["started", "cancelled"]
