@@ -1,11 +1,12 @@
 """The call path to nodes: one long-lived MCP client per endpoint, explicit deadlines and limits.
 
 A client is opened on first use and kept. It is dropped — and opened afresh on the next call — when
-its node registers again or its connection fails; when the failure happened before the request
-left (the connection could not be opened), the call is sent once on a fresh client, since the node
-never saw it. A call the node may have seen is never sent twice. Nodes receive the navigator's call
-token in the request's ``_meta``; the caller's own headers never reach them, nor does anything else
-of the caller's request ``_meta``.
+its node registers again or its connection fails; when the node never read the request — the
+connection could not be opened, or a server of the legacy era answered 404 for the session the
+client named, having forgotten it in a restart (MCP: start a new session) — the call is sent once
+on a fresh client. A call the node may have seen is never sent twice. Nodes receive the
+navigator's call token in the request's ``_meta``; the caller's own headers never reach them, nor
+does anything else of the caller's request ``_meta``.
 
 The navigator relays a node's answer; it does not consume it. Like FastMCP's own proxy, it does not
 hold the answer to the node's declared output schema (the agent's client checks what it receives;
@@ -32,8 +33,9 @@ import json
 import logging
 import math
 import ssl
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -72,6 +74,43 @@ ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 
 _CONNECT_FAILURES: tuple[type[BaseException], ...] = (httpx2.ConnectError, httpx2.ConnectTimeout)
+
+
+#: The header of MCP's streamable HTTP that names a session (legacy era).
+_SESSION_HEADER = "mcp-session-id"
+
+
+class _Sending:
+    """What became of one call's requests on a held session: whether one of them was answered
+    404 for its session id (``_session_gone``)."""
+
+    def __init__(self) -> None:
+        self.session_gone = False
+
+
+#: The call whose requests a held session is sending. The SDK sends each request in the context
+#: of the task that asked for it, so the pool's response hook sees the call it answers.
+_SENDING: ContextVar[_Sending | None] = ContextVar("meshnav_sending", default=None)
+
+
+@contextmanager
+def _watched() -> Iterator[_Sending]:
+    """A call's ``_Sending``, seen by the responses to the requests sent for it."""
+    sending = _Sending()
+    watched = _SENDING.set(sending)
+    try:
+        yield sending
+    finally:
+        _SENDING.reset(watched)
+
+
+async def _session_gone(response: httpx2.Response) -> None:
+    """A response hook of every node client's pool: a 404 to a request naming a session means the
+    server no longer has the session and did not read the request (MCP, streamable HTTP)."""
+    if response.status_code == 404 and _SESSION_HEADER in response.request.headers:
+        sending = _SENDING.get()
+        if sending is not None:
+            sending.session_gone = True
 
 
 def _is_connect_failure(error: BaseException) -> bool:
@@ -342,6 +381,8 @@ class NodeConnections:
         """The client's pool: no body but an event stream is read past ``_READ_LIMIT``, by our
         POST or by the session (which reads a JSON answer whole before anything measures it)."""
         kwargs["timeout"] = httpx2.Timeout(None, connect=LIMITS.node_connect_s)
+        hooks = kwargs.setdefault("event_hooks", {})
+        hooks["response"] = [*hooks.get("response", ()), _session_gone]
         return bounded_client(
             verify=self._verify,
             limit=_READ_LIMIT,
@@ -414,7 +455,7 @@ class NodeConnections:
         calls in flight on it, stays. A failed connection or session closes the client the call
         used, so the next call opens a fresh one.
         """
-        with anyio.move_on_after(deadline_s) as scope:
+        with _watched() as sending, anyio.move_on_after(deadline_s) as scope:
             for attempt in (1, 2):
                 client = None
                 try:
@@ -436,9 +477,11 @@ class NodeConnections:
                 except (Exception, BaseExceptionGroup) as error:
                     if client is not None:
                         await self._close(endpoint, client)
-                    if _is_connect_failure(error) and attempt == 1:
+                    unread = _is_connect_failure(error) or sending.session_gone
+                    if unread and attempt == 1:
+                        sending.session_gone = False
                         continue
-                    if _is_connect_failure(error):
+                    if unread:
                         raise NodeUnavailable() from None
                     logger.info("node call failed: %s", type(error).__name__)
                     raise NodeUnavailable() from None

@@ -276,12 +276,12 @@ async def mcp_client(
 
 
 @asynccontextmanager
-async def serving(app: Any, **options: Any) -> AsyncIterator[int]:
-    """``app`` served by uvicorn in this task on a free loopback port (yielded), until the block
-    ends; ``options`` are uvicorn's (TLS files, lifespan, …)."""
+async def serving(app: Any, port: int | None = None, **options: Any) -> AsyncIterator[int]:
+    """``app`` served by uvicorn in this task on a loopback port (yielded; a free one unless
+    given), until the block ends; ``options`` are uvicorn's (TLS files, lifespan, …)."""
     import uvicorn
 
-    port = free_port()
+    port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tasks:

@@ -31,7 +31,7 @@ from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
-from tests.harness import serving
+from tests.harness import free_port, serving
 
 Scope = dict[str, Any]
 
@@ -171,6 +171,22 @@ async def test_an_answer_over_the_limit_is_refused_and_the_next_call_works(
             )
         fits = await nodes.call(url, tool, {"size": 1000}, token=None, deadline_s=30)
         assert _text(fits) == "x" * 1000
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_the_first_call_after_a_server_restarts_is_answered(legacy: bool) -> None:
+    """SPEC §3: after a node restarts, the first call to it succeeds. A server registered by URL
+    never registers again; a legacy-era one that restarted has forgotten the session the held
+    client names, and answers 404 for it without reading the request (MCP: start a new session).
+    The call goes once more, on a fresh client; the node never saw it."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with _connections() as nodes:
+        for _ in range(2):  # the server, then the same server started again
+            app = _node().http_app(path="/mcp")
+            async with serving(_legacy_only(app) if legacy else app, port=port, lifespan="on"):
+                echoed = await nodes.call(url, "echo", {"text": "hi"}, token=None, deadline_s=30)
+                assert echoed.structured_content == {"text": "hi"}
 
 
 async def test_an_unknown_tool_and_a_gone_node_are_unavailable() -> None:
