@@ -169,6 +169,10 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
     services = Services.create(settings)
     mcp_app = build_mcp(services).http_app(
         path="/mcp",
+        # pinned, not read from FastMCP's environment (FASTMCP_JSON_RESPONSE, …): an answer as one
+        # JSON body would carry no progress, and a stateless legacy era no elicitation
+        json_response=False,
+        stateless_http=False,
         host_origin_protection="auto",
         allowed_hosts=settings.allowed_hosts or None,
         allowed_origins=settings.allowed_origins or None,

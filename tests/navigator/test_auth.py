@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
+import fastmcp
 import httpx
 import pytest
 from joserfc import jwt
@@ -180,6 +181,31 @@ async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
     assert b'"kinds": ["grants"]' in body
 
 
+#: A legacy-era (2025-11-25) client's opening request, and a walker call in its session.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+SEATS = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "seats"}}
+
+
+def legacy(token: str, session_id: str | None = None) -> dict[str, str]:
+    """A legacy-era request's headers: a bearer token, and the session when one is held."""
+    held = {} if session_id is None else {"mcp-session-id": session_id}
+    return {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+        **held,
+    }
+
+
 async def test_a_legacy_session_serves_only_the_principal_that_opened_it(tmp_path: Path) -> None:
     """A legacy-era MCP session (2025-11-25) is bound to who opened it. The SDK compares the
     request's ``scope["user"]``, which the navigator's own authentication never set: any other
@@ -193,40 +219,33 @@ async def test_a_legacy_session_serves_only_the_principal_that_opened_it(tmp_pat
                 AccessStore(session).add_principal(name, scopes=[], token_hash=hash_token(token))
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-
-            def headers(token: str, session_id: str | None = None) -> dict[str, str]:
-                held = {} if session_id is None else {"mcp-session-id": session_id}
-                return {
-                    "authorization": f"Bearer {token}",
-                    "accept": "application/json, text/event-stream",
-                    "mcp-protocol-version": "2025-11-25",
-                    **held,
-                }
-
-            opened = await client.post(
-                "/mcp",
-                headers=headers(alice),
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                },
-            )
+            opened = await client.post("/mcp", headers=legacy(alice), json=INITIALIZE)
             held = opened.headers["mcp-session-id"]
-            seats = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "seats", "arguments": {}},
-            }
-            used = await client.post("/mcp", headers=headers(bob, held), json=seats)
-            ended = await client.delete("/mcp", headers=headers(bob, held))
-            still = await client.post("/mcp", headers=headers(alice, held), json=seats)
+            used = await client.post("/mcp", headers=legacy(bob, held), json=SEATS)
+            ended = await client.delete("/mcp", headers=legacy(bob, held))
+            still = await client.post("/mcp", headers=legacy(alice, held), json=SEATS)
     assert used.status_code == 404, used.text
     assert ended.status_code == 404, ended.text
     assert still.status_code == 200 and '"isError":false' in still.text, still.text
+
+
+async def test_fastmcps_environment_does_not_change_how_mcp_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastMCP reads ``FASTMCP_JSON_RESPONSE`` and ``FASTMCP_STATELESS_HTTP`` from the
+    environment: with them, a call's answer was one JSON body (no progress on the way) and a
+    legacy-era client had no session (no elicitation). The navigator pins both."""
+    monkeypatch.setattr(fastmcp.settings, "json_response", True)
+    monkeypatch.setattr(fastmcp.settings, "stateless_http", True)
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    token = mint_token()
+    async with app.router.lifespan_context(app):
+        with app.state.meshnav.registry.transaction() as session:
+            AccessStore(session).add_principal("alice", scopes=[], token_hash=hash_token(token))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            opened = await client.post("/mcp", headers=legacy(token), json=INITIALIZE)
+            held = opened.headers.get("mcp-session-id")
+            called = await client.post("/mcp", headers=legacy(token, held), json=SEATS)
+    assert held is not None, "a legacy-era client was given no session"
+    assert called.headers["content-type"].startswith("text/event-stream"), called.headers
