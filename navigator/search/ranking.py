@@ -132,7 +132,9 @@ def plan_query(
     holder's name) weighs on that holder and is never corrected. Any other word written as such
     is corrected against the vocabulary, at a reduced weight — unless it is an English word
     WordNet knows (it has related words): "seems" is not a misspelling of "see" or "seen"; such a
-    word reaches tools through its related words only.
+    word reaches tools through its related words only. Nor is a word common in general English
+    (``commonness`` above the first of ``common_zipf``: "would" is not "world") or a number
+    (2024 is not 2025) ever corrected (ADR 0027).
 
     Last, the words related to the query's words (``related``) that the index holds and the query
     does not name join at a small weight, scaled by the weight of the word they come from and by
@@ -158,14 +160,19 @@ def plan_query(
     relations = [
         _NO_RELATED if word.surface in holder_words else related(word.surface) for word in words
     ]
-    weights = [settings.word_weight(commonness(word.surface)) for word in words]
-    for word, frequency, as_written, written_frequency, relation, weight in zip(
-        words, indexed, written, written_indexed, relations, weights, strict=True
+    zipfs = [commonness(word.surface) for word in words]
+    weights = [settings.word_weight(zipf) for zipf in zipfs]
+    for word, frequency, as_written, written_frequency, relation, zipf, weight in zip(
+        words, indexed, written, written_indexed, relations, zipfs, weights, strict=True
     ):
         if word.surface in holder_words:
             _accumulate(holders, word.surface, 1.0)
         correctable = (
-            word.correctable and word.surface not in holder_words and relation == _NO_RELATED
+            word.correctable
+            and word.surface not in holder_words
+            and relation == _NO_RELATED
+            and zipf <= settings.common_zipf[0]
+            and not word.surface.isdigit()
         )
         if frequency and not (correctable and not visible(word.stem)):
             _accumulate(terms, word.stem, weight)

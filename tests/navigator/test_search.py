@@ -224,6 +224,17 @@ def test_close_misspellings_still_match(query: str, expected: str) -> None:
     assert addresses(index, query)[0] == expected
 
 
+@pytest.mark.parametrize(("query", "near"), [("would", "world"), ("2024", "2025")])
+def test_a_common_english_word_or_a_number_is_never_read_as_a_misspelling(
+    query: str, near: str
+) -> None:
+    """A word commoner than one in 30,000 words of English (the table ADR 0020 weighs them by),
+    or digits alone, is never corrected: "would" is no typo of "world", nor 2024 of 2025."""
+    index = index_of(doc(f"h/r/{near}_report", f"The {near} report."))
+    assert addresses(index, near) == [f"h/r/{near}_report"]
+    assert addresses(index, query) == []
+
+
 def test_a_word_too_far_from_any_vocabulary_word_matches_nothing() -> None:
     index = index_of(doc("h/r/list_databases", "List the databases."))
     # no English word (those are never corrected), and "d" like "databases", three edits away
