@@ -31,6 +31,7 @@ from navigator.search.text import (
     _MAX_PROSE_CHARS,
     TextAnalyzer,
     _ascii_runs,
+    untitled,
 )
 
 __all__ = ["BatchAnalyzer", "TermBatch"]
@@ -149,18 +150,22 @@ class BatchAnalyzer:
         numbers: list[int] = []
         lengths: list[int] = []
         identifier, parameters_of = self._identifier, self._parameters
-        for name, _, _, parameters, role in texts:
+        # An untitled text's name is its title too (``tool_terms``); its title's prose is none.
+        titles: list[str] = []
+        for name, title, _, parameters, role in texts:
             name_terms = identifier(name)
+            title_terms = name_terms if untitled(title) else ()
             parameter_terms = parameters_of(parameters)
             role_terms = identifier(role)
             numbers += name_terms
+            numbers += title_terms
             numbers += parameter_terms
             numbers += role_terms
-            lengths += (len(name_terms), len(parameter_terms), len(role_terms))
+            lengths += (len(name_terms), len(title_terms), len(parameter_terms), len(role_terms))
+            titles.append("" if title_terms else title)
         text_cells = np.arange(count, dtype=np.int64)[:, None] * FIELD_COUNT
-        run_cells = (text_cells + np.asarray([0, 3, 4], dtype=np.int64)).ravel()
+        run_cells = (text_cells + np.asarray([0, 1, 3, 4], dtype=np.int64)).ravel()
         parts = [(np.asarray(numbers, dtype=np.int64), np.repeat(run_cells, lengths), 0)]
-        titles = [text[1] for text in texts]
         descriptions = [text[2] for text in texts]
         for field, whole in ((1, titles), (2, descriptions)):
             column = [

@@ -32,6 +32,7 @@ __all__ = [
     "QueryWord",
     "TextAnalyzer",
     "split_identifier",
+    "untitled",
 ]
 
 # The mark of a term that is a word as written rather than a stem ("=networks"): no stem has it,
@@ -84,6 +85,11 @@ _STEM_CACHE_LIMIT = 200_000
 # Identifiers and parameter descriptions repeat across tools (the role on every tool of an
 # assignment, ``limit`` and ``cursor`` everywhere): their terms are cached whole, up to this many.
 _TEXT_CACHE_LIMIT = 50_000
+
+
+def untitled(title: str) -> bool:
+    """Whether a tool with this title has none to show: empty, or only white space."""
+    return not title or title.isspace()
 
 
 def _normalize(text: str) -> str:
@@ -334,14 +340,20 @@ class TextAnalyzer:
         role: str,
     ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
         """The terms of a tool's fields: name, title, description, parameters (names and
-        descriptions), role. Long texts are read up to a bound."""
+        descriptions), role. Long texts are read up to a bound.
+
+        A tool without a title (``untitled``) is shown by its name (MCP: "if not provided, the
+        name should be used for display"), so its name's terms are its title's too: what a tool
+        is called counts the same whether or not its author wrote it out twice (ADR 0027).
+        """
         parameter_terms: list[str] = []
         for parameter, described in parameters[:_MAX_PARAMETERS]:
             parameter_terms += self.identifier_terms(parameter)
             parameter_terms += self._parameter_prose_terms(described[:_MAX_PARAMETER_CHARS])
+        name_terms = self.identifier_terms(name)
         return (
-            self.identifier_terms(name),
-            self.prose_terms(title[:_MAX_PROSE_CHARS]),
+            name_terms,
+            list(name_terms) if untitled(title) else self.prose_terms(title[:_MAX_PROSE_CHARS]),
             self.prose_terms(description[:_MAX_PROSE_CHARS]),
             parameter_terms,
             self.identifier_terms(role),

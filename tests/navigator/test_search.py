@@ -1005,6 +1005,24 @@ def test_the_same_query_gives_the_same_order_whatever_the_hash_seed() -> None:
     assert len(answers) == 1
 
 
+def test_an_untitled_tool_is_called_by_its_name_as_a_titled_one_is() -> None:
+    """MCP shows a tool without a title by its name, so the name's words count as a title's
+    would: the same score as the tool whose title spells its name, above one whose title does
+    not say it."""
+    untitled = doc("h/a/weather_report", "Tells what tomorrow brings.")
+    spelled = doc("h/b/weather_report", "Tells what tomorrow brings.", title="Weather report")
+    other = doc("h/c/weather_report", "Tells what tomorrow brings.", title="Tomorrow")
+    index = index_of(untitled, spelled, other)
+    page = index.search("weather", permits=allow_all)
+    scores = {hit.address: hit.score for hit in page.hits}
+    assert scores["h/a/weather_report"] == pytest.approx(scores["h/b/weather_report"])
+    assert scores["h/c/weather_report"] < scores["h/a/weather_report"]
+    blank = doc("h/d/weather_report", "Tells what tomorrow brings.", title="   ")
+    assert index_of(blank).search("weather", permits=allow_all).hits[0].score == pytest.approx(
+        index_of(untitled).search("weather", permits=allow_all).hits[0].score
+    )
+
+
 def test_the_analyzer_drops_stopwords_and_keeps_query_order() -> None:
     words = TextAnalyzer().query_words("Show the tables of db1")
     assert [word.surface for word in words] == ["show", "tables", "db1"]
