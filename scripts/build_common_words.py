@@ -10,9 +10,10 @@ It holds every word commoner in general English than ``RARE_ZIPF`` (one word in 
 with its Zipf frequency (log10 of its occurrences per billion words): the words a query's
 weight depends on (ADR 0020). An entry is read by the navigator's own analyser
 (``TextAnalyzer.query_words``) and kept when it reads as one query word of ASCII letters, under
-that word: "Weather" as "weather"; stopwords ("the", "don't"), numbers and entries that read as
-several words ("e-mail", "u.s") never reach the weighting and are left out. Two entries that read
-as the same word keep the commoner frequency. Lines are sorted by word.
+that word: "Weather" as "weather", "let's" as "let", "everything" as itself (its parts every and
+thing follow it in a query, weighed by the whole); stopwords ("the", "don't"), numbers and entries
+that read as several words ("e-mail", "u.s") never reach the weighting and are left out. Two
+entries that read as the same word keep the commoner frequency. Lines are sorted by word.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from navigator.search.commonness import RARE_ZIPF  # noqa: E402
-from navigator.search.text import TextAnalyzer  # noqa: E402
+from navigator.search.text import QueryWord, TextAnalyzer  # noqa: E402
 
 OUTPUT = ROOT / "navigator" / "search" / "data" / "common-words.tsv"
 LICENSE = ROOT / "navigator" / "search" / "data" / "WORDFREQ-LICENSE"
@@ -64,6 +65,17 @@ def _downloaded_wheel() -> Path:
     return next(folder.glob("wordfreq-*.whl"))
 
 
+def _one_word(read: list[QueryWord]) -> bool:
+    """Whether an entry reads as one query word: alone, or followed by its own parts (a closed
+    compound, "everything": every, thing), which a query weighs by the whole word."""
+    whole, *parts = read
+    if not parts:
+        return True
+    joined = "".join(part.surface for part in parts)
+    whole_then_parts = not whole.correctable and all(part.correctable for part in parts)
+    return whole_then_parts and joined == whole.surface
+
+
 def common_words(buckets: list[list[str]]) -> dict[str, float]:
     """Words commoner than ``RARE_ZIPF`` and their Zipf frequencies, from a cB list's buckets."""
     analyzer = TextAnalyzer()
@@ -74,7 +86,7 @@ def common_words(buckets: list[list[str]]) -> dict[str, float]:
             break
         for entry in bucket:
             read = analyzer.query_words(entry)
-            if len(read) != 1:
+            if not read or not _one_word(read):
                 continue
             word = read[0].surface
             if word.isascii() and word.isalpha() and word not in words:

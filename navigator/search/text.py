@@ -58,6 +58,9 @@ STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.replace("'", "").split())
 
 # A word: a run of letters and digits (Unicode aware); apostrophes inside a word are dropped.
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+# An English clitic that ends a word: "what's", "I'm", "I'd", "we'll", "you're", "I've", and the
+# "t" of "n't", whose rest NLTK's list holds ("don", "can", "isn"). Its word is the rest.
+_CLITIC = re.compile(r"'(?:s|m|d|ll|re|ve|t)$", re.IGNORECASE)
 # Words joined by single hyphens, as in "non-profit" or "e-mail".
 _HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # Parts of one identifier word: ACRONYMS before a capitalised word, Capitalised or lower runs with
@@ -90,6 +93,14 @@ _TEXT_CACHE_LIMIT = 50_000
 def untitled(title: str) -> bool:
     """Whether a tool with this title has none to show: empty, or only white space."""
     return not title or title.isspace()
+
+
+def _word_of(raw: str) -> str:
+    """The word a run of letters joined by apostrophes stands for: without an ending clitic
+    ("what's" is "what", "I'd" is "I" and not "id"), then without apostrophes ("O'Neil")."""
+    if "'" not in raw:
+        return raw
+    return _CLITIC.sub("", raw).replace("'", "")
 
 
 def _normalize(text: str) -> str:
@@ -173,7 +184,7 @@ def _prose_words(text: str) -> list[tuple[str, bool]]:
     normalized = _normalize(text)
     words: list[tuple[str, bool]] = []
     for raw in _WORD.findall(normalized):
-        word = raw.replace("'", "")
+        word = _word_of(raw)
         parts = _prose_parts(word)
         words.append((word.casefold(), not parts))
         words.extend((part, True) for part in parts)
@@ -322,7 +333,7 @@ class TextAnalyzer:
         return tuple(terms)
 
     def _analyse_word(self, raw: str) -> tuple[str, ...]:
-        word = raw.replace("'", "")
+        word = _word_of(raw)
         return self._word_terms([word.casefold(), *_prose_parts(word)])
 
     def _analyse_compound(self, compound: str) -> tuple[str, ...]:

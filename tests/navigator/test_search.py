@@ -1005,6 +1005,29 @@ def test_the_same_query_gives_the_same_order_whatever_the_hash_seed() -> None:
     assert len(answers) == 1
 
 
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("What's the weather?", ["weather"]),
+        ("I'd like the weather", ["like", "weather"]),
+        ("I'm sure you're right, we'll see, I've seen it", ["sure", "right", "see", "seen"]),
+        ("don't, can't, isn't", []),
+        ("the company's users' reports", ["company", "users", "reports"]),
+        ("o'neil's rock'n'roll", ["oneil", "rocknroll"]),
+    ],
+)
+def test_an_ending_clitic_is_not_part_of_its_word(query: str, words: list[str]) -> None:
+    """An ending clitic goes: "what's" is "what" (a stopword), "I'd" is "I" — never the "id" a
+    tool's parameter is."""
+    assert [word.surface for word in TextAnalyzer().query_words(query)] == words
+
+
+def test_a_query_saying_id_like_finds_no_identifier() -> None:
+    index = index_of(doc("h/issues/get_issue", "One issue.", parameters=(("id", "Its number."),)))
+    assert addresses(index, "I'd like a weather report") == []
+    assert addresses(index, "issue by id") == ["h/issues/get_issue"]
+
+
 def test_an_untitled_tool_is_called_by_its_name_as_a_titled_one_is() -> None:
     """MCP shows a tool without a title by its name, so the name's words count as a title's
     would: the same score as the tool whose title spells its name, above one whose title does

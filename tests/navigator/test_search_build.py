@@ -229,7 +229,21 @@ def test_a_build_given_an_address_twice_keeps_the_last_as_upsert_does() -> None:
 # -- the batch analysis gives each text the terms tool_terms gives it ----------------------------
 
 prose = st.lists(
-    st.sampled_from([*"ab Zc1-'_.,\x01é", "Kalo", "mi", "GitHub", "networks", "the", " ", "  "]),
+    st.sampled_from(
+        [
+            *"ab Zc1-'_.,\x01é",
+            "Kalo",
+            "mi",
+            "GitHub",
+            "networks",
+            "the",
+            " ",
+            "  ",
+            "'s",
+            "'D",
+            "n't",
+        ]
+    ),
     max_size=30,
 ).map("".join)
 analysed = st.tuples(
