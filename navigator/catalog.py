@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import itertools
 import json
 import logging
@@ -39,7 +40,15 @@ from registry import (
 )
 from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
 
-__all__ = ["ANSWERING", "NOT_ANSWERING", "RETIRED", "Catalog", "CatalogEvent", "CatalogTool"]
+__all__ = [
+    "ANSWERING",
+    "NOT_ANSWERING",
+    "RETIRED",
+    "Catalog",
+    "CatalogEvent",
+    "CatalogTool",
+    "contracts_fingerprint",
+]
 
 logger = logging.getLogger("meshnav.navigator.catalog")
 
@@ -195,6 +204,13 @@ class CatalogTool:
         return self.definition.get("inputSchema", {"type": "object"})
 
 
+def contracts_fingerprint(tools: Iterable[CatalogTool]) -> str:
+    """A digest of what ``tools`` are, whatever their order: each one's address, contract digest
+    and confirmation mark. Not a wire digest (SPEC §5): a value cursors bind in memory."""
+    lines = sorted(f"{t.address}\n{t.contract.digest}\n{t.confirmation}\n" for t in tools)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
 def _clipped(text: str) -> str:
     """``text`` cut to ``LIMITS.listed_chars`` characters, an ellipsis marking the cut."""
     most = LIMITS.listed_chars
@@ -318,6 +334,9 @@ class _State:
     #: The same tools by the assignment that placed them ((machine, role)): a walk reads one
     #: assignment's tools without looking at every tool of the mesh.
     placed: dict[tuple[str, str], dict[str, CatalogTool]] = field(default_factory=dict)
+    #: ``contracts_fingerprint`` of each assignment's placed tools, made when first asked and
+    #: dropped whenever they change: cursors bind the caller's share of them (SPEC §3).
+    fingerprints: dict[tuple[str, str], str] = field(default_factory=dict)
     index: SearchIndex = field(default_factory=SearchIndex)
 
     def put_machine(self, record: MachineRecord) -> None:
@@ -395,10 +414,12 @@ class _State:
             self.placed.setdefault(key, {})[address] = tool
             placed.add(address)
             documents.append(document)
+        self.fingerprints.pop(key, None)
         return documents
 
     def _unplace(self, tool: CatalogTool) -> None:
         key = (tool.machine, tool.endpoint_role)
+        self.fingerprints.pop(key, None)
         tools = self.placed.get(key)
         if tools is not None:
             tools.pop(tool.address, None)
@@ -407,6 +428,7 @@ class _State:
 
     def drop_assignment(self, key: tuple[str, str]) -> None:
         old = self.assignments.pop(key, None)
+        self.fingerprints.pop(key, None)
         roles = self.by_machine.get(key[0], {})
         roles.pop(key[1], None)
         if not roles:
@@ -480,6 +502,18 @@ class Catalog:
     def assignment_tools(self, assignment: CatalogAssignment) -> Mapping[str, CatalogTool]:
         """The live tools ``assignment`` holds, by address (empty when retired)."""
         return self._state.placed.get((assignment.machine, assignment.role), _NO_TOOLS)
+
+    def assignment_fingerprint(self, assignment: CatalogAssignment) -> str:
+        """``contracts_fingerprint`` of the live tools ``assignment`` holds, kept until they
+        change."""
+        key = (assignment.machine, assignment.role)
+        fingerprints = self._state.fingerprints
+        found = fingerprints.get(key)
+        if found is None:
+            found = fingerprints[key] = contracts_fingerprint(
+                self.assignment_tools(assignment).values()
+            )
+        return found
 
     def machine_status(self, machine: str, now: datetime | None = None) -> str:
         state = self._state.machines.get(machine)

@@ -46,7 +46,7 @@ from navigator.validation import (
     compile_schema_uncached,
     is_unicode_text,
 )
-from navigator.walk import walk
+from navigator.walk import authorised_contracts, walk
 from registry import Registry, read_grant_revision, read_snapshot
 
 __all__ = ["Navigator"]
@@ -63,6 +63,10 @@ _NOT_CANONICAL = (
 
 #: Room for ``nextCursor`` and ``_meta`` in a paged answer.
 CURSOR_RESERVE = 1024
+
+#: Grant sets whose authorised contracts are kept for one view of the catalogue; past this many
+#: the digests are read again (one walk over the assignments each).
+_GRANT_SETS = 4096
 
 
 #: What the compiled input schemas may hold, in ``CompiledSchema.weight`` (about bytes): tens of
@@ -86,6 +90,10 @@ class Navigator:
         self.deadline_s = deadline_s
         self.cursors = CursorSigner(cursor_ttl_s)
         self._listings: Listings[dict[str, Any]] = Listings(cursor_ttl_s)
+        #: Grant set (``Permissions.key``) -> ``authorised_contracts`` for the view of
+        #: ``_authorised_generation``.
+        self._authorised: dict[str, str] = {}
+        self._authorised_generation = -1
         self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
         self._schemas: SchemaCache[str] = SchemaCache(SCHEMA_CACHE_WEIGHT)
         self._compiling: dict[str, anyio.Event] = {}
@@ -134,10 +142,24 @@ class Navigator:
             "principal": caller.principal,
             "scopes": sorted(caller.scopes),
             "request": digest(request),
-            "catalog": self.catalog.generation,
+            "catalog": self._authorised_contracts(permissions),
             "grants": permissions.revision,
             "rows": permissions.rows_fingerprint,
         }
+
+    def _authorised_contracts(self, permissions: Permissions) -> str:
+        """The digest of the contracts the caller may call (SPEC §3 Cursors), read once per
+        grant set and view: a change the caller cannot see leaves its cursors valid, and tells it
+        nothing (ADR 0028)."""
+        generation = self.catalog.generation
+        if generation != self._authorised_generation or len(self._authorised) >= _GRANT_SETS:
+            self._authorised.clear()
+            self._authorised_generation = generation
+        key = permissions.key  # equal for any two grant sets that permit alike
+        found = self._authorised.get(key)
+        if found is None:
+            found = self._authorised[key] = authorised_contracts(self.catalog, permissions)
+        return found
 
     def _position(self, cursor: str | None, binding: dict[str, Any]) -> CursorPosition:
         return self.cursors.start() if cursor is None else self.cursors.open(cursor, binding)

@@ -5,8 +5,9 @@ the same way.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,12 +20,13 @@ from navigator.catalog import (
     Catalog,
     CatalogAssignment,
     CatalogTool,
+    contracts_fingerprint,
 )
 from navigator.errors import UnknownTool
 from navigator.grants import Permissions
 from navigator.limits import LIMITS
 
-__all__ = ["named_assignments", "walk"]
+__all__ = ["authorised_contracts", "named_assignments", "walk"]
 
 NOTHING_HERE = "Nothing you may call is at that address."
 
@@ -53,9 +55,31 @@ def _holdings(
     Only those assignments are read, and their tools one by one only when a grant names some of
     them: a walk costs what it lists, not the whole mesh.
     """
+    return [
+        _Holding(
+            machine=assignment.machine,
+            role=assignment.role,
+            holder=assignment.holder,
+            address_role=assignment.address_role,
+            module=assignment.module,
+            kind=_kind(assignment),
+            status=status,
+            tools=allowed,
+        )
+        for assignment, status, allowed, _ in _offers(
+            catalog, permissions, named_assignments(catalog, address)
+        )
+    ]
+
+
+def _offers(
+    catalog: Catalog, permissions: Permissions, assignments: Iterable[CatalogAssignment]
+) -> Iterator[tuple[CatalogAssignment, str, Collection[CatalogTool], bool]]:
+    """Each of ``assignments`` that offers the caller a live tool: with its status, the tools it
+    offers, and whether the grants decide all of its tools alike (then it offers all of them,
+    and they were not asked one by one)."""
     now = datetime.now(UTC)
-    holdings = []
-    for assignment in named_assignments(catalog, address):
+    for assignment in assignments:
         every = permissions.decide_all(assignment.holder, assignment.address_role)
         if every is not None and not every.allowed:
             continue
@@ -67,19 +91,42 @@ def _holdings(
         if every is None:
             allowed = [tool for tool in allowed if permissions.permits(tool.address)]
         if allowed:
-            holdings.append(
-                _Holding(
-                    machine=assignment.machine,
-                    role=assignment.role,
-                    holder=assignment.holder,
-                    address_role=assignment.address_role,
-                    module=assignment.module,
-                    kind=_kind(assignment),
-                    status=status,
-                    tools=allowed,
-                )
-            )
-    return holdings
+            yield assignment, status, allowed, every is not None
+
+
+def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
+    """SPEC §3 Cursors: the digest of the contracts of every live tool the caller may call.
+
+    Read assignment by assignment, as the top of ``seats`` is: an assignment the grants open
+    whole counts by its fingerprint, which the catalogue keeps until its tools change; another
+    by the tools the caller may call of it. A change to tools the caller may not call leaves it
+    as it was.
+    """
+    assignments = sorted(_reachable(catalog, permissions), key=lambda a: (a.machine, a.role))
+    found = hashlib.sha256()
+    for assignment, _, allowed, whole in _offers(catalog, permissions, assignments):
+        found.update(f"{assignment.machine}\n{assignment.role}\n".encode())
+        fingerprint = (
+            catalog.assignment_fingerprint(assignment) if whole else contracts_fingerprint(allowed)
+        )
+        found.update(fingerprint.encode())
+    return found.hexdigest()
+
+
+def _reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAssignment]:
+    """The assignments that may offer the caller a tool: those of the holders its grants' reach
+    names, when every pattern of it names one ("db1", "mesh/billing"); else every assignment."""
+    reach = permissions.reach
+    if reach is None or any(pattern.holder is None for pattern in reach):
+        return catalog.assignments()
+    found: list[CatalogAssignment] = []
+    for holder in {pattern.holder for pattern in reach}:
+        if holder == MESH:
+            candidates = [a for a in catalog.assignments() if a.seat is not None]
+        else:
+            candidates = catalog.machine_assignments(str(holder))
+        found += [a for a in candidates if a.holder == holder]
+    return found
 
 
 def _kind(assignment: CatalogAssignment) -> str:

@@ -140,6 +140,54 @@ async def test_cursor_bindings(tmp_path: Path, change: str) -> None:
         assert answer["error"] == "invalid_cursor"
 
 
+@pytest.mark.parametrize("change", ["registered", "contract change", "retired", "machine retired"])
+async def test_a_cursor_outlives_changes_to_tools_the_caller_may_not_call(
+    tmp_path: Path, change: str
+) -> None:
+    """A cursor binds the contracts of the tools its caller may call (SPEC §3): a change to
+    others leaves it valid — an invalid_cursor would tell the caller that something it cannot
+    see changed — and the pages still hold every tool once, in rank order."""
+    async with mesh_at(tmp_path) as mesh:
+        mesh.grant("web9/*/*", "deny")
+        mesh.grant("web1/logs/rotate_logs_3", "deny")  # web1/logs is read tool by tool
+        if change != "registered":
+            await mesh.register("web9", "logs", _tools(20))
+        arguments = {"query": "rotate logs", "limit": 6}
+        async with mesh.client() as client:
+            first = await _call(client, "search", arguments)
+            seats = await _call(client, "seats", {"address": "web1/logs"})
+            if change == "registered":
+                await mesh.register("web9", "logs", _tools(20))
+            elif change == "contract change":
+                await mesh.register("web9", "logs", _tools(20, padding=1))
+            elif change == "retired":
+                await mesh.services.registrar.retire("web9", "logs")
+            elif change == "machine retired":
+                await mesh.services.registrar.retire("web9", None)
+            pages = [first]
+            while "nextCursor" in pages[-1]:
+                cursor = pages[-1]["nextCursor"]
+                pages.append(await _call(client, "search", {**arguments, "cursor": cursor}))
+            assert "error" not in pages[-1]
+            assert seats["entries"]
+        seen = [result["address"] for page in pages for result in page["results"]]
+        expected = [f"web1/logs/rotate_logs_{i}" for i in range(20) if i != 3]
+        assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
+
+
+async def test_a_cursor_ends_when_a_tool_the_caller_may_call_arrives(tmp_path: Path) -> None:
+    async with mesh_at(tmp_path) as mesh:
+        async with mesh.client() as client:
+            first = await _call(client, "search", {"query": "rotate logs", "limit": 6})
+            await mesh.register("web2", "logs", _tools(1))
+            answer = await _call(
+                client,
+                "search",
+                {"query": "rotate logs", "limit": 6, "cursor": first["nextCursor"]},
+            )
+        assert answer["error"] == "invalid_cursor"
+
+
 async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     cursors = []

@@ -5,6 +5,7 @@ only when a grant names some of them; its listings are those of deciding every t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 import navigator.walk as walk_module
 from navigator.addresses import Address, parse_walk_address
-from navigator.catalog import RETIRED, Catalog
+from navigator.catalog import RETIRED, Catalog, contracts_fingerprint
 from navigator.errors import UnknownTool
 from navigator.grants import Caller, Permissions, compile_permissions
 from registry import CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate
@@ -142,6 +143,23 @@ def test_every_listing_is_that_of_deciding_every_tool(
         patch.setattr(walk_module, "_holdings", every_tool_decided)
         slow = {address: _listing(catalog, permissions, address) for address in ADDRESSES}
     assert quick == slow
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@given(rows=_ROWS)
+def test_a_cursors_contract_digest_is_that_of_every_tool_the_caller_may_call(
+    catalog: Catalog, rows: list[tuple[str, str, str, tuple[str, ...]]]
+) -> None:
+    """``authorised_contracts`` — read through the grants' reach, whole assignments by their
+    kept fingerprints — is the digest of every live tool the caller may call, each decided,
+    grouped by the assignment that placed it (SPEC §3 Cursors, ADR 0028)."""
+    permissions = _permissions(rows)
+    expected = hashlib.sha256()
+    holdings = every_tool_decided(catalog, permissions, None)
+    for holding in sorted(holdings, key=lambda h: (h.machine, h.role)):
+        expected.update(f"{holding.machine}\n{holding.role}\n".encode())
+        expected.update(contracts_fingerprint(holding.tools).encode())
+    assert walk_module.authorised_contracts(catalog, permissions) == expected.hexdigest()
 
 
 async def test_a_seat_moved_before_its_old_machine_is_read_again_is_listed_once(
