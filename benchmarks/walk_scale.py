@@ -12,7 +12,9 @@ callers — an administrator allowed ``*/*/*``, one allowed one machine, and one
 assignment, at the ``*/node`` node seat and at the mesh seats: the median of ``--samples`` runs,
 wall time, with the baseline measured alternately in the same run. Then every page of the top for
 the administrator through the navigator's ``seats``, whose later pages slice the listing the first
-page walked, next to walking it again for each page (alternately).
+page walked, next to walking it again for each page (alternately). Last, what binding a cursor to
+the contracts a caller may call costs once per grant set and view (ADR 0028), next to hashing
+every tool the caller may call.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import navigator.walk as walk_module  # noqa: E402
 from benchmarks.registry_scale import fill_registry, plan_catalogue  # noqa: E402
 from navigator.addresses import parse_walk_address  # noqa: E402
-from navigator.catalog import Catalog  # noqa: E402
+from navigator.catalog import RETIRED, Catalog, contracts_fingerprint  # noqa: E402
 from navigator.cursors import Listings  # noqa: E402
 from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.nodes import NodeConnections  # noqa: E402
@@ -94,6 +96,49 @@ def measure(catalog: Catalog, machine: str, samples: int) -> None:
             print(f"{name:<32} {label:<16} {q:7.1f} ms {s:7.1f} ms {q / s:6.3f}x")
 
 
+def every_tool_digested(catalog: Catalog, permissions: Permissions) -> str:
+    """The baseline of ``authorised_contracts``: every live tool the caller may call, decided and
+    hashed one by one (the SPEC's words read literally)."""
+    allowed = [
+        tool
+        for tool in catalog.tools()
+        if catalog.status(tool) != RETIRED and permissions.permits(tool.address)
+    ]
+    return contracts_fingerprint(allowed)
+
+
+def measure_binding(catalog: Catalog, machine: str, samples: int) -> None:
+    """What a cursor's binding to the caller's contracts costs (ADR 0028): read once per grant
+    set and view, after a change anywhere (the assignments' fingerprints kept, but the one that
+    changed), and with no fingerprint kept (after a whole load), next to hashing every
+    authorised tool."""
+    callers = {
+        "administrator (*/*/*)": _permissions(("*/*/*", "allow")),
+        f"one machine ({machine})": _permissions((machine, "allow")),
+        "*/postgres/*, one tool denied": _permissions(
+            ("*/postgres/*", "allow"), (f"{machine}/postgres/query", "deny")
+        ),
+    }
+    fingerprints = catalog._state.fingerprints
+    print(f"{'cursor binding, caller':<32} {'kept':>9} {'none kept':>10} {'baseline':>10}")
+    for name, permissions in callers.items():
+        walk_module.authorised_contracts(catalog, permissions)  # fingerprints made once
+        kept = _median_ms(
+            lambda p=permissions: walk_module.authorised_contracts(catalog, p), samples
+        )
+
+        def cold(p: Permissions = permissions) -> object:
+            fingerprints.clear()
+            return walk_module.authorised_contracts(catalog, p)
+
+        none_kept = _median_ms(cold, samples)
+        baseline = _median_ms(lambda p=permissions: every_tool_digested(catalog, p), samples)
+        print(
+            f"{name:<32} {kept:6.1f} ms {none_kept:7.1f} ms {baseline:7.1f} ms"
+            f"  ({kept / baseline:.3f}x, {none_kept / baseline:.3f}x)"
+        )
+
+
 async def measure_paging(catalog: Catalog, registry: Registry, samples: int) -> None:
     """Every page of the top of ``seats`` for an administrator, listings kept or walked again."""
     with registry.read_transaction() as session:
@@ -149,6 +194,7 @@ def main() -> None:
                 f" (written in {fill_s:.0f} s, loaded in {time.perf_counter() - started:.1f} s)"
             )
             measure(catalog, plan.machines[3], args.samples)
+            measure_binding(catalog, plan.machines[3], args.samples)
             asyncio.run(measure_paging(catalog, registry, args.samples))
         finally:
             registry.dispose()
