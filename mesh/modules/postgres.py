@@ -31,7 +31,7 @@ import datetime as dt
 import inspect
 import math
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Annotated, Any, cast
@@ -127,6 +127,11 @@ class TableDescription(_Aliased):
     columns: list[Column]
     indexes: list[Index]
     foreign_keys: list[ForeignKey]
+    truncated: bool = Field(
+        default=False,
+        description="True when its columns, indexes and foreign keys passed 1.5 MiB; those"
+        " that fit are given.",
+    )
 
 
 class QueryResult(BaseModel):
@@ -213,20 +218,27 @@ def build_postgres_module(
             if found is None:
                 raise ToolError("no table or view by that name in that schema; see list_tables")
             current, oid, kind = found
-            columns = await (await conn.execute(_COLUMNS, [oid])).fetchall()
-            indexes = await (await conn.execute(_INDEXES, [oid])).fetchall()
-            keys = await (await conn.execute(_FOREIGN_KEYS, [oid])).fetchall()
-        return TableDescription(
-            database=current,
-            schema=schema,
-            table=table,
-            kind=_KINDS[kind],
-            columns=[
-                Column(name=n, type=t, notnull=nn, default=d, pk=pk) for n, t, nn, d, pk in columns
-            ],
-            indexes=[Index(name=n, unique=u, primary=p, definition=d) for n, u, p, d in indexes],
-            foreign_keys=[ForeignKey(name=n, definition=d) for n, d in keys],
-        )
+            described = TableDescription(
+                database=current,
+                schema=schema,
+                table=table,
+                kind=_KINDS[kind],
+                columns=[],
+                indexes=[],
+                foreign_keys=[],
+            )
+            # No more than the answer's budget: the table's owner may give it defaults and
+            # index expressions of any length, and as many indexes and keys as it likes.
+            budget = RowBudget()
+            for sql, make, into in (
+                (_COLUMNS, _column, described.columns),
+                (_INDEXES, _index, described.indexes),
+                (_FOREIGN_KEYS, _foreign_key, described.foreign_keys),
+            ):
+                if not await _read_within(conn, sql, oid, make, into, budget):
+                    described.truncated = True
+                    break
+        return described
 
     async def query(
         sql: Annotated[str, Field(description="One SELECT statement.", min_length=1)],
@@ -286,6 +298,42 @@ def build_postgres_module(
             Tool.from_function(fn, title=title, description=description, annotations=READ_ONLY)
         )
     return mcp
+
+
+def _column(name: str, type_: str, notnull: bool, default: str | None, pk: int) -> Column:
+    return Column(name=name, type=type_, notnull=notnull, default=default, pk=pk)
+
+
+def _index(name: str, unique: bool, primary: bool, definition: str) -> Index:
+    return Index(name=name, unique=unique, primary=primary, definition=definition)
+
+
+def _foreign_key(name: str, definition: str) -> ForeignKey:
+    return ForeignKey(name=name, definition=definition)
+
+
+async def _read_within(
+    conn: psycopg.AsyncConnection[Any],
+    sql: str,
+    oid: int,
+    make: Callable[..., BaseModel],
+    into: list[Any],
+    budget: RowBudget,
+) -> bool:
+    """Append to ``into`` each row of ``sql`` for relation ``oid``, made into its model, while
+    ``budget`` admits it; False once one does not fit. Rows come one at a time (libpq's
+    single-row mode), and leaving early cancels the rest."""
+    stream = cast(AsyncGenerator[Any, None], conn.cursor().stream(sql, [oid]))
+    async with contextlib.aclosing(stream):
+        async for row in stream:
+            text = sum(len(value) for value in row if isinstance(value, str))
+            if text > budget.left:  # past the budget before the row is encoded
+                return False
+            item = make(*row)
+            if not budget.admits([item]):
+                return False
+            into.append(item)
+    return True
 
 
 async def _take_turn(wait_s: float) -> None:

@@ -162,6 +162,28 @@ async def test_describe_table_gives_columns_keys_and_indexes(client: Client[Any]
     assert customers["columns"][2]["default"] == "'std'::text"
     leads = await ok(client, "describe_table", table="leads", schema="crm")
     assert leads["schema"] == "crm"
+    assert (table["truncated"], customers["truncated"], leads["truncated"]) == (False,) * 3
+
+
+async def test_describe_table_stops_at_the_answers_size(postgres_server: PostgresServer) -> None:
+    """A table's owner may give its columns defaults of any length: what describe_table answers
+    stops at the module's answer budget (1.5 MiB), with ``truncated``, instead of holding all of
+    it in the node (ADR 0024)."""
+    long = "x" * (1 << 20)
+    dsn = postgres_server.create_database(
+        "wide", f"CREATE TABLE wide (a text DEFAULT '{long}', b text DEFAULT '{long}', c int)"
+    )
+    try:
+        async with Client(build_postgres_module(dsn)) as client:
+            table = await ok(client, "describe_table", table="wide")
+            again = await ok(client, "describe_table", table="wide", schema="public")
+        assert table["truncated"] is True
+        assert [c["name"] for c in table["columns"]] == ["a"]
+        assert len(table["columns"][0]["default"]) > len(long)
+        assert table["indexes"] == [] and table["foreign_keys"] == []
+        assert again == table
+    finally:
+        postgres_server.execute("DROP DATABASE wide WITH (FORCE)")
 
 
 async def test_unknown_names_are_refused_without_repeating_them(client: Client[Any]) -> None:
