@@ -368,6 +368,12 @@ class _State:
             self._drop_tools(previous, key, keep=placed)
         return documents
 
+    def fingerprint_every_assignment(self) -> None:
+        """Make every placed assignment's ``contracts_fingerprint`` now (a whole load's)."""
+        for key, tools in self.placed.items():
+            if key not in self.fingerprints:
+                self.fingerprints[key] = contracts_fingerprint(tools.values())
+
     def _placed_as(self, key: tuple[str, str], rows: list[CatalogRow]) -> bool:
         """Whether the tools placed for the assignment ``key`` are ``rows``' (a retired one's
         none), name by name with the same contract and confirmation mark."""
@@ -600,6 +606,9 @@ class Catalog:
                     progress.tick()
                     build.add(state.put_assignment(assignment, rows, contracts))
             progress.done()
+            # beside the index worker's last texts: the first cursor a grant set asks of this view
+            # reads them (ADR 0028)
+            state.fingerprint_every_assignment()
             build.finish(meanwhile)  # the transaction is over: the rest reads no row
             gc.freeze()
         except BaseException:

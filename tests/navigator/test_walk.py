@@ -162,6 +162,26 @@ def test_a_cursors_contract_digest_is_that_of_every_tool_the_caller_may_call(
     assert walk_module.authorised_contracts(catalog, permissions) == expected.hexdigest()
 
 
+def test_a_load_makes_every_assignments_fingerprint(tmp_path: Path) -> None:
+    """A whole load fingerprints every assignment beside the index build, so that the first
+    cursor of a grant set does not (ADR 0028); each is what its tools give."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    migrate(url)
+    registry = Registry(url)
+    with registry.transaction() as session:
+        small_mesh(CatalogStore(session))
+    catalog = Catalog(registry)
+    asyncio.run(catalog.load())
+    registry.dispose()
+    placed = catalog._state.placed
+    assert placed and set(catalog._state.fingerprints) == set(placed)
+    for assignment in catalog.assignments():
+        tools = catalog.assignment_tools(assignment)
+        if tools:
+            expected = contracts_fingerprint(tools.values())
+            assert catalog.assignment_fingerprint(assignment) == expected
+
+
 async def test_a_seat_moved_before_its_old_machine_is_read_again_is_listed_once(
     tmp_path: Path,
 ) -> None:
