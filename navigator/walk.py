@@ -6,6 +6,7 @@ the same way.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -97,20 +98,28 @@ def _offers(
 def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
     """SPEC §3 Cursors: the digest of the contracts of every live tool the caller may call.
 
-    Read assignment by assignment, as the top of ``seats`` is: an assignment the grants open
-    whole counts by its fingerprint, which the catalogue keeps until its tools change; another
-    by the tools the caller may call of it. A change to tools the caller may not call leaves it
-    as it was.
+    Read assignment by assignment, as the top of ``seats`` is: each that offers the caller a
+    tool counts by how the listings show it (machine, role, kind, module) and its tools — by
+    the fingerprint the catalogue keeps until they change when the grants open it whole, else
+    by those the caller may call of it. A change to tools the caller may not call leaves it as
+    it was.
     """
     assignments = sorted(_reachable(catalog, permissions), key=lambda a: (a.machine, a.role))
     found = hashlib.sha256()
     for assignment, _, allowed, whole in _offers(catalog, permissions, assignments):
-        found.update(f"{assignment.machine}\n{assignment.role}\n".encode())
+        # what the listings show of it besides its tools: its kind places it (a node seat is
+        # a "*/ROLE" entry at the top) and its module is listed
+        found.update(_listed_as(assignment).encode())
         fingerprint = (
             catalog.assignment_fingerprint(assignment) if whole else contracts_fingerprint(allowed)
         )
         found.update(fingerprint.encode())
     return found.hexdigest()
+
+
+def _listed_as(assignment: CatalogAssignment) -> str:
+    """An assignment as ``authorised_contracts`` binds it beside its tools' fingerprint."""
+    return json.dumps([assignment.machine, assignment.role, _kind(assignment), assignment.module])
 
 
 def _reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAssignment]:

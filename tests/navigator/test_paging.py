@@ -188,6 +188,29 @@ async def test_a_cursor_ends_when_a_tool_the_caller_may_call_arrives(tmp_path: P
         assert answer["error"] == "invalid_cursor"
 
 
+async def test_seats_pages_after_a_kind_change_hold_every_entry_once(tmp_path: Path) -> None:
+    """An assignment registered again as a node seat, same tools and contracts, adds "*/r0" to
+    the top of seats: a change the caller sees, so its cursor ends — else, once the listing is
+    no longer kept, page 2 is walked again on the new view and repeats an entry (a review)."""
+    async with mesh_at(tmp_path) as mesh:
+        navigator, registrar = mesh.services.navigator, mesh.services.registrar
+        await registrar.put_assignment("m00", AssignmentSpec("r0", "r0", _tools(1)))
+        for role in ("r1", "r2", "r3", "r4", "r5", "r6"):
+            await registrar.put_assignment(
+                "m00", AssignmentSpec(role, role, _tools(1), kind="node_seat")
+            )
+        small = 2300  # four entries a page
+        first = await navigator.seats(ALICE, None, None, answer_bytes=small)
+        assert "nextCursor" in first
+        await registrar.put_assignment(
+            "m00", AssignmentSpec("r0", "r0", _tools(1), kind="node_seat")
+        )
+        for _ in range(16):  # sixteen listings paged since: the first is no longer kept
+            await navigator.seats(ALICE, None, None, answer_bytes=small)
+        with pytest.raises(InvalidCursor):
+            await navigator.seats(ALICE, None, first["nextCursor"], answer_bytes=small)
+
+
 async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     cursors = []

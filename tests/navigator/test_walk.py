@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,7 +158,8 @@ def test_a_cursors_contract_digest_is_that_of_every_tool_the_caller_may_call(
     expected = hashlib.sha256()
     holdings = every_tool_decided(catalog, permissions, None)
     for holding in sorted(holdings, key=lambda h: (h.machine, h.role)):
-        expected.update(f"{holding.machine}\n{holding.role}\n".encode())
+        listed = [holding.machine, holding.role, holding.kind, holding.module]
+        expected.update(json.dumps(listed).encode())
         expected.update(contracts_fingerprint(holding.tools).encode())
     assert walk_module.authorised_contracts(catalog, permissions) == expected.hexdigest()
 
