@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,18 +66,27 @@ def test_a_decision_for_every_tool_is_each_tools_decision(
             assert permissions.decide(holder, role, tool) == every
 
 
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
-    """``small_mesh``."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('walk') / 'r.db'}"
+@contextmanager
+def small_mesh_view(folder: Path) -> Iterator[Catalog]:
+    """``small_mesh`` in a registry in ``folder``, loaded whole into a view."""
+    url = f"sqlite:///{folder / 'r.db'}"
     migrate(url)
     registry = Registry(url)
     with registry.transaction() as session:
         small_mesh(CatalogStore(session))
     view = Catalog(registry)
     asyncio.run(view.load())
-    yield view
-    registry.dispose()
+    try:
+        yield view
+    finally:
+        registry.dispose()
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Catalog]:
+    """``small_mesh``, shared by the module's tests."""
+    with small_mesh_view(tmp_path_factory.mktemp("walk")) as view:
+        yield view
 
 
 def every_tool_decided(
@@ -167,15 +177,8 @@ def test_a_cursors_contract_digest_is_that_of_every_tool_the_caller_may_call(
 def test_a_load_makes_every_assignments_fingerprint(tmp_path: Path) -> None:
     """A whole load fingerprints every assignment beside the index build, so that the first
     cursor of a grant set does not (ADR 0028); each is what its tools give."""
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    migrate(url)
-    registry = Registry(url)
-    with registry.transaction() as session:
-        small_mesh(CatalogStore(session))
-    catalog = Catalog(registry)
-    asyncio.run(catalog.load())
-    registry.dispose()
-    placed = catalog._state.placed
+    with small_mesh_view(tmp_path) as catalog:  # a view of its own: no test has read it yet
+        placed = catalog._state.placed
     assert placed and set(catalog._state.fingerprints) == set(placed)
     for assignment in catalog.assignments():
         tools = catalog.assignment_tools(assignment)
