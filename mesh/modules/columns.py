@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,6 +26,11 @@ class RowBudget:
 
     def __init__(self) -> None:
         self.left = MAX_ANSWER_BYTES
+
+    def past(self, row: Iterable[Any]) -> bool:
+        """Whether a row's text alone (its strings and bytes) is past what is left: known before
+        a byte of it is encoded."""
+        return sum(len(value) for value in row if isinstance(value, str | bytes)) > self.left
 
     def admits(self, cells: list[Any]) -> bool:
         """Charge a row; False once the rows so far no longer fit."""

@@ -326,8 +326,7 @@ async def _read_within(
     stream = cast(AsyncGenerator[Any, None], conn.cursor().stream(sql, [oid]))
     async with contextlib.aclosing(stream):
         async for row in stream:
-            text = sum(len(value) for value in row if isinstance(value, str))
-            if text > budget.left:  # past the budget before the row is encoded
+            if budget.past(row):
                 return False
             item = make(*row)
             if not budget.admits([item]):

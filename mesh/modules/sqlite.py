@@ -333,7 +333,7 @@ def _list_tables(
     tables: list[tuple[str, Literal["table", "view"]]] = []
     budget = RowBudget()
     for name, kind in cursor:
-        if len(tables) == MAX_TABLES or len(name) > budget.left or not budget.admits([name]):
+        if len(tables) == MAX_TABLES or budget.past([name]) or not budget.admits([name]):
             return tables, True
         tables.append((name, kind))
     return tables, False
@@ -359,7 +359,7 @@ def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
     for n, u, o, p in conn.execute(
         'SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name', (table,)
     ):
-        if len(n) > budget.left:  # past the budget before its columns are read
+        if budget.past([n]):  # before its columns are read
             return {**described, "truncated": True}
         sql = "SELECT name FROM pragma_index_info(?) ORDER BY seqno"
         columns = [c for (c,) in conn.execute(sql, (n,))]
@@ -397,8 +397,7 @@ def _query(
     for row in cursor:
         if len(rows) == max_rows:
             return columns, rows, True
-        raw = sum(len(v) for v in row if isinstance(v, str | bytes))
-        if raw > budget.left:  # past the budget before a byte of it is encoded
+        if budget.past(row):
             if not rows:
                 raise ToolError(TOO_LONG_ROW)
             return columns, rows, True
