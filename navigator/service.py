@@ -135,7 +135,14 @@ class Navigator:
 
     # --- paging ----------------------------------------------------------------------------
 
-    def _binding(self, kind: str, permissions: Permissions, **request: Any) -> dict[str, Any]:
+    def _binding(
+        self, kind: str, permissions: Permissions, **request: Any
+    ) -> Callable[[], dict[str, Any]]:
+        """What a cursor of this request binds, read when first asked: a page that neither opens
+        a cursor nor issues one never reads the caller's authorised contracts."""
+        return functools.cache(functools.partial(self._bound, kind, permissions, **request))
+
+    def _bound(self, kind: str, permissions: Permissions, **request: Any) -> dict[str, Any]:
         caller = permissions.caller
         return {
             "kind": kind,
@@ -161,8 +168,10 @@ class Navigator:
             found = self._authorised[key] = authorised_contracts(self.catalog, permissions)
         return found
 
-    def _position(self, cursor: str | None, binding: dict[str, Any]) -> CursorPosition:
-        return self.cursors.start() if cursor is None else self.cursors.open(cursor, binding)
+    def _position(
+        self, cursor: str | None, binding: Callable[[], dict[str, Any]]
+    ) -> CursorPosition:
+        return self.cursors.start() if cursor is None else self.cursors.open(cursor, binding())
 
     async def _settled(self, permissions: Permissions) -> None:
         """Refuse a page whose grants moved while it was prepared (``tool_grants_changed``)."""
@@ -185,7 +194,7 @@ class Navigator:
         permissions = await self.permissions(caller)
         binding = self._binding("seats", permissions, address=address)
         position = self._position(cursor, binding)
-        listing = None if cursor is None else self._listings.get(binding, position)
+        listing = None if cursor is None else self._listings.get(binding(), position)
         if listing is None:  # a first page, or a listing no longer kept: walked now
             listing = walk(self.catalog, permissions, parsed)
         head = {k: v for k, v in listing.items() if k != "entries"}
@@ -197,8 +206,8 @@ class Navigator:
             if taken == 0:
                 raise ToolSchemaTooLarge("One entry cannot fit in an answer.")
             next_position = CursorPosition(position.offset + taken, position.started)
-            result["nextCursor"] = self.cursors.issue(binding, next_position)
-            self._listings.keep(binding, position, listing)
+            result["nextCursor"] = self.cursors.issue(binding(), next_position)
+            self._listings.keep(binding(), position, listing)
         await self._settled(permissions)
         return result
 
@@ -254,7 +263,7 @@ class Navigator:
             # past every hit this page showed or passed over, and no further
             passed = shown[taken][0] if taken < len(results) else len(page.hits)
             next_position = CursorPosition(position.offset + passed, position.started)
-            answer["nextCursor"] = self.cursors.issue(binding, next_position)
+            answer["nextCursor"] = self.cursors.issue(binding(), next_position)
         meta = {
             "contract_digest": digest(
                 [[r["address"], r["contractDigest"]] for r in answer["results"]]

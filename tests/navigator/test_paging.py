@@ -155,7 +155,6 @@ async def test_a_cursor_outlives_changes_to_tools_the_caller_may_not_call(
         arguments = {"query": "rotate logs", "limit": 6}
         async with mesh.client() as client:
             first = await _call(client, "search", arguments)
-            seats = await _call(client, "seats", {"address": "web1/logs"})
             if change == "registered":
                 await mesh.register("web9", "logs", _tools(20))
             elif change == "contract change":
@@ -169,7 +168,6 @@ async def test_a_cursor_outlives_changes_to_tools_the_caller_may_not_call(
                 cursor = pages[-1]["nextCursor"]
                 pages.append(await _call(client, "search", {**arguments, "cursor": cursor}))
             assert "error" not in pages[-1]
-            assert seats["entries"]
         seen = [result["address"] for page in pages for result in page["results"]]
         expected = [f"web1/logs/rotate_logs_{i}" for i in range(20) if i != 3]
         assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
@@ -209,6 +207,32 @@ async def test_seats_pages_after_a_kind_change_hold_every_entry_once(tmp_path: P
             await navigator.seats(ALICE, None, None, answer_bytes=small)
         with pytest.raises(InvalidCursor):
             await navigator.seats(ALICE, None, first["nextCursor"], answer_bytes=small)
+
+
+async def test_a_page_without_a_cursor_reads_no_authorised_contracts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a page that opens or issues a cursor reads what a cursor binds (ADR 0028): a walk of
+    the assignments for an administrator at 100,000 tools."""
+    read: list[object] = []
+    shipped = navigator.service.authorised_contracts
+    monkeypatch.setattr(
+        navigator.service, "authorised_contracts", lambda *a: read.append(a) or shipped(*a)
+    )
+    async with mesh_at(tmp_path) as mesh:
+        async with mesh.client() as client:
+            one = {"query": "rotate logs", "within": "web1/logs/rotate_logs_3"}
+            whole = await _call(client, "search", one)
+            assert len(whole["results"]) == 1 and "nextCursor" not in whole
+            assert not read
+            first = await _call(client, "search", {"query": "rotate logs", "limit": 6})
+            assert "nextCursor" in first and len(read) == 1
+            await _call(
+                client,
+                "search",
+                {"query": "rotate logs", "limit": 6, "cursor": first["nextCursor"]},
+            )
+        assert len(read) == 1  # read once per grant set and view, then kept
 
 
 async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
