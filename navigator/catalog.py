@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import itertools
 import json
 import logging
@@ -24,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mesh.digests import digest
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 from navigator.reads import Progress, long_read, off_loop_read, short_read
@@ -205,10 +205,9 @@ class CatalogTool:
 
 
 def contracts_fingerprint(tools: Iterable[CatalogTool]) -> str:
-    """A digest of what ``tools`` are, whatever their order: each one's address, contract digest
-    and confirmation mark. Not a wire digest (SPEC §5): a value cursors bind in memory."""
-    lines = sorted(f"{t.address}\n{t.contract.digest}\n{t.confirmation}\n" for t in tools)
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+    """The digest (SPEC §5) of what ``tools`` are, whatever their order: each one's address,
+    contract digest and confirmation mark."""
+    return digest(sorted([t.address, t.contract.digest, t.confirmation] for t in tools))
 
 
 def _clipped(text: str) -> str:
@@ -370,9 +369,9 @@ class _State:
 
     def fingerprint_every_assignment(self) -> None:
         """Make every placed assignment's ``contracts_fingerprint`` now (a whole load's)."""
-        for key, tools in self.placed.items():
-            if key not in self.fingerprints:
-                self.fingerprints[key] = contracts_fingerprint(tools.values())
+        self.fingerprints = {
+            key: contracts_fingerprint(tools.values()) for key, tools in self.placed.items()
+        }
 
     def _placed_as(self, key: tuple[str, str], rows: list[CatalogRow]) -> bool:
         """Whether the tools placed for the assignment ``key`` are ``rows``' (a retired one's
@@ -434,7 +433,6 @@ class _State:
 
     def drop_assignment(self, key: tuple[str, str]) -> None:
         old = self.assignments.pop(key, None)
-        self.fingerprints.pop(key, None)
         roles = self.by_machine.get(key[0], {})
         roles.pop(key[1], None)
         if not roles:

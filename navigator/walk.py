@@ -5,14 +5,13 @@ the same way.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from mesh.digests import digest
 from navigator.addresses import MESH, WILDCARD, Address
 from navigator.catalog import (
     ANSWERING,
@@ -34,17 +33,37 @@ NOTHING_HERE = "Nothing you may call is at that address."
 
 @dataclass(slots=True)
 class _Holding:
-    """What one assignment offers the caller."""
+    """What one assignment offers the caller: its status and the tools it may call."""
 
-    machine: str
-    role: str
-    #: How agents address it: the role, or the seat's name for a mesh seat.
-    holder: str
-    address_role: str
-    module: str
-    kind: str
+    assignment: CatalogAssignment
     status: str
     tools: Collection[CatalogTool]
+
+    @property
+    def machine(self) -> str:
+        return self.assignment.machine
+
+    @property
+    def role(self) -> str:
+        return self.assignment.role
+
+    @property
+    def holder(self) -> str:
+        """How agents address it: the machine, or ``mesh`` for a mesh seat."""
+        return self.assignment.holder
+
+    @property
+    def address_role(self) -> str:
+        """The role, or the seat's name for a mesh seat."""
+        return self.assignment.address_role
+
+    @property
+    def module(self) -> str:
+        return self.assignment.module
+
+    @property
+    def kind(self) -> str:
+        return _kind(self.assignment)
 
 
 def _holdings(
@@ -56,21 +75,8 @@ def _holdings(
     Only those assignments are read, and their tools one by one only when a grant names some of
     them: a walk costs what it lists, not the whole mesh.
     """
-    return [
-        _Holding(
-            machine=assignment.machine,
-            role=assignment.role,
-            holder=assignment.holder,
-            address_role=assignment.address_role,
-            module=assignment.module,
-            kind=_kind(assignment),
-            status=status,
-            tools=allowed,
-        )
-        for assignment, status, allowed, _ in _offers(
-            catalog, permissions, named_assignments(catalog, address)
-        )
-    ]
+    offers = _offers(catalog, permissions, named_assignments(catalog, address))
+    return [_Holding(assignment, status, allowed) for assignment, status, allowed, _ in offers]
 
 
 def _offers(
@@ -99,27 +105,26 @@ def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
     """SPEC §3 Cursors: the digest of the contracts of every live tool the caller may call.
 
     Read assignment by assignment, as the top of ``seats`` is: each that offers the caller a
-    tool counts by how the listings show it (machine, role, kind, module) and its tools — by
-    the fingerprint the catalogue keeps until they change when the grants open it whole, else
-    by those the caller may call of it. A change to tools the caller may not call leaves it as
-    it was.
+    tool counts by how the listings show it — machine, role, kind (a node seat is a ``*/ROLE``
+    entry at the top) and module — and by its tools: the fingerprint the catalogue keeps until
+    they change when the grants open it whole, else those the caller may call of it. A change
+    to tools the caller may not call leaves it as it was.
     """
     assignments = sorted(_reachable(catalog, permissions), key=lambda a: (a.machine, a.role))
-    found = hashlib.sha256()
-    for assignment, _, allowed, whole in _offers(catalog, permissions, assignments):
-        # what the listings show of it besides its tools: its kind places it (a node seat is
-        # a "*/ROLE" entry at the top) and its module is listed
-        found.update(_listed_as(assignment).encode())
-        fingerprint = (
-            catalog.assignment_fingerprint(assignment) if whole else contracts_fingerprint(allowed)
-        )
-        found.update(fingerprint.encode())
-    return found.hexdigest()
-
-
-def _listed_as(assignment: CatalogAssignment) -> str:
-    """An assignment as ``authorised_contracts`` binds it beside its tools' fingerprint."""
-    return json.dumps([assignment.machine, assignment.role, _kind(assignment), assignment.module])
+    return digest(
+        [
+            [
+                assignment.machine,
+                assignment.role,
+                _kind(assignment),
+                assignment.module,
+                catalog.assignment_fingerprint(assignment)
+                if whole
+                else contracts_fingerprint(allowed),
+            ]
+            for assignment, _, allowed, whole in _offers(catalog, permissions, assignments)
+        ]
+    )
 
 
 def _reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAssignment]:

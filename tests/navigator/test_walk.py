@@ -5,8 +5,6 @@ only when a grant names some of them; its listings are those of deciding every t
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import navigator.walk as walk_module
+from mesh.digests import digest
 from navigator.addresses import Address, parse_walk_address
 from navigator.catalog import RETIRED, Catalog, contracts_fingerprint
 from navigator.errors import UnknownTool
@@ -99,16 +98,8 @@ def every_tool_decided(
     for assignment in catalog.assignments():
         status = catalog.assignment_status(assignment)
         if status != RETIRED:
-            holdings[(assignment.machine, assignment.role)] = walk_module._Holding(
-                machine=assignment.machine,
-                role=assignment.role,
-                holder=assignment.holder,
-                address_role=assignment.address_role,
-                module=assignment.module,
-                kind=walk_module._kind(assignment),
-                status=status,
-                tools=[],
-            )
+            key = (assignment.machine, assignment.role)
+            holdings[key] = walk_module._Holding(assignment, status, [])
     for tool in catalog.tools():
         holding = holdings.get((tool.machine, tool.endpoint_role))
         if holding is not None and permissions.decide(tool.holder, tool.role, tool.name).allowed:
@@ -165,13 +156,14 @@ def test_a_cursors_contract_digest_is_that_of_every_tool_the_caller_may_call(
     kept fingerprints — is the digest of every live tool the caller may call, each decided,
     grouped by the assignment that placed it (SPEC §3 Cursors, ADR 0028)."""
     permissions = _permissions(rows)
-    expected = hashlib.sha256()
     holdings = every_tool_decided(catalog, permissions, None)
-    for holding in sorted(holdings, key=lambda h: (h.machine, h.role)):
-        listed = [holding.machine, holding.role, holding.kind, holding.module]
-        expected.update(json.dumps(listed).encode())
-        expected.update(contracts_fingerprint(holding.tools).encode())
-    assert walk_module.authorised_contracts(catalog, permissions) == expected.hexdigest()
+    expected = digest(
+        [
+            [h.machine, h.role, h.kind, h.module, contracts_fingerprint(h.tools)]
+            for h in sorted(holdings, key=lambda h: (h.machine, h.role))
+        ]
+    )
+    assert walk_module.authorised_contracts(catalog, permissions) == expected
 
 
 def test_a_load_makes_every_assignments_fingerprint(tmp_path: Path) -> None:
