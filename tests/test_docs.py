@@ -1,9 +1,18 @@
-"""The walker tools' reference is generated from their definitions; a stale copy fails here."""
+"""The docs stay true: the walker tools' reference is generated from their definitions (a stale
+copy fails here), and every ``meshnav`` command the README and the operator's reference show
+parses as the command line would parse it."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
+import pytest
+import typer.main
+from typer.core import TyperGroup
+
+from meshnav.cli import app
 from meshnav.docs import walker_reference
 
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "walker-tools.md"
@@ -11,3 +20,77 @@ REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "walker
 
 def test_walker_reference_is_current() -> None:
     assert REFERENCE.read_text() == walker_reference(), "run `meshnav docs` (or `make docs`)"
+
+
+# ---- every meshnav command the README and the operator's reference show is one the CLI takes ----
+
+DOCS = [Path(__file__).resolve().parents[1] / name for name in ("README.md", "docs/operating.md")]
+
+
+def _shown_commands(page: Path) -> list[list[str]]:
+    """The ``meshnav …`` command lines of a page's ``sh`` blocks, continuation lines joined, the
+    comment and any ``VAR=value`` prefix dropped, split as the shell would."""
+    commands: list[list[str]] = []
+    in_block = False
+    pending = ""
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            in_block = line.strip() == "```sh" and not in_block
+            continue
+        if not in_block:
+            continue
+        pending += line.rstrip().removesuffix("\\") + " "
+        if line.rstrip().endswith("\\"):
+            continue
+        words = shlex.split(pending, comments=True)
+        pending = ""
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+            words.pop(0)
+        if words and words[0] in {"meshnav", ".venv/bin/meshnav"}:
+            commands.append(words[1:])
+    return commands
+
+
+class Refused(Exception):
+    """The command line parser's refusal (Typer vendors Click: its errors are known by shape)."""
+
+
+def _parse(arguments: list[str]) -> object:
+    """Parse a command line as ``meshnav`` would, down to its last subcommand, without running it:
+    an unknown command or option, a missing argument or a value of the wrong type raises."""
+    try:
+        return _parse_down(arguments)
+    except Exception as error:
+        if not hasattr(error, "format_message"):
+            raise
+        raise Refused(error.format_message()) from None
+
+
+def _parse_down(arguments: list[str]) -> object:
+    command = typer.main.get_command(app)
+    context = command.make_context("meshnav", list(arguments))
+    while isinstance(command, TyperGroup):
+        rest = [*context._protected_args, *context.args]
+        name, found, rest = command.resolve_command(context, rest)
+        assert found is not None and name is not None
+        command = found
+        context = command.make_context(name, rest, parent=context)
+    return command
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda page: page.name)
+def test_every_command_shown_parses(page: Path) -> None:
+    commands = _shown_commands(page)
+    assert len(commands) >= 5, f"{page.name} shows fewer commands than it should"
+    for arguments in commands:
+        try:
+            _parse(arguments)
+        except Refused as error:
+            pytest.fail(f"{page.name}: `meshnav {shlex.join(arguments)}`: {error}")
+
+
+def test_a_command_that_does_not_exist_is_caught() -> None:
+    with pytest.raises(Refused):
+        _parse(["principal", "add", "alice", "--scopess", "mesh:admin"])
+    with pytest.raises(Refused):
+        _parse(["grant", "allow"])
