@@ -94,3 +94,23 @@ def test_a_command_that_does_not_exist_is_caught() -> None:
         _parse(["principal", "add", "alice", "--scopess", "mesh:admin"])
     with pytest.raises(Refused):
         _parse(["grant", "allow"])
+
+
+# ---- ADRs are decisions, the README a front door (ADR 0001) ----
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_adr_is_at_most_120_lines_and_carries_no_addenda() -> None:
+    records = sorted((ROOT / "docs" / "adr").glob("[0-9][0-9][0-9][0-9]-*.md"))
+    assert len(records) >= 28
+    for record in records:
+        text = record.read_text()
+        assert text.count("\n") <= 120, f"{record.name} is longer than 120 lines"
+        assert "## Addendum" not in text, f"{record.name} carries an addendum: write a new ADR"
+        for heading in ("## Context", "## Decision", "## Consequences"):
+            assert heading in text, f"{record.name} has no {heading!r}"
+
+
+def test_the_readme_is_at_most_150_lines() -> None:
+    assert (ROOT / "README.md").read_text().count("\n") <= 150
