@@ -86,8 +86,10 @@ class Console:
 
 
 @asynccontextmanager
-async def console_app(tmp_path: Path) -> AsyncIterator[Console]:
-    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+async def console_app(tmp_path: Path, **settings: Any) -> AsyncIterator[Console]:
+    """The navigator's app, serving, with three principals and a small mesh; ``settings`` are
+    the navigator's settings besides its registry."""
+    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}", **settings))
     async with app.router.lifespan_context(app):
         services: Services = app.state.meshnav
         tokens = {name: mint_token() for name in ("alice", "nobody", "root")}

@@ -16,11 +16,8 @@ import pytest
 from mesh.calltokens import CallTokenVerifier
 from mesh.modules import ModuleSpec
 from mesh.server import Assignment, NodeApp
-from navigator.app import build_app
-from navigator.settings import NavigatorSettings
-from navigator.tokens import hash_token, mint_token
-from registry import AccessStore
 from tests.mesh.test_node_server import KEY, module
+from tests.navigator.test_console import console_app
 from tests.navigator.test_walker_arguments import CLIENT_META, SESSIONLESS
 
 CANARY = "c4n4ry"
@@ -36,15 +33,12 @@ Endpoint = tuple[httpx.AsyncClient, str, dict[str, str]]
 @asynccontextmanager
 async def _navigator(tmp_path: Path) -> AsyncIterator[Endpoint]:
     """The navigator's ASGI app in process, and the headers of a principal it knows."""
-    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with app.router.lifespan_context(app):
-        token = mint_token()
-        await app.state.meshnav.transact(
-            lambda s: AccessStore(s).add_principal("eve", scopes=[], token_hash=hash_token(token))
+    async with console_app(tmp_path) as console, console.client("http://127.0.0.1") as http:
+        yield (
+            http,
+            "/mcp",
+            {"Authorization": f"Bearer {console.tokens['nobody']}", "Accept": ACCEPT},
         )
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-            yield http, "/mcp", {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
 
 
 @asynccontextmanager
