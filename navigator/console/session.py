@@ -152,8 +152,9 @@ async def _read_form(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items() if values}
 
 
-async def _open_session(found: Services, token: str) -> str:
-    """A new session for the holder of ``token``, and its id; ``NavigatorError`` when the token
+async def _open_session(found: Services, token: str, replacing: str | None) -> str:
+    """A new session for the holder of ``token``, and its id, in place of the browser's session
+    ``replacing`` (never reused: a new id at every sign-in); ``NavigatorError`` when the token
     is not accepted or the registry cannot be read or written."""
     session_id = secrets.token_urlsafe(32)
     try:
@@ -161,7 +162,10 @@ async def _open_session(found: Services, token: str) -> str:
         now = utcnow()
 
         def open_session(session: Session) -> None:
-            ConsoleSessions(session).open(
+            sessions = ConsoleSessions(session)
+            if replacing is not None:
+                sessions.close(hash_token(replacing))
+            sessions.open(
                 hash_token(session_id),
                 principal=credential.caller.principal,
                 token_hash=credential.token_hash,
@@ -193,7 +197,7 @@ async def sign_in(request: Request) -> Response:
         token = ""
     found = services(request)
     try:
-        session_id = await _open_session(found, token)
+        session_id = await _open_session(found, token, _session_id(request))
     except NavigatorError as error:
         message = (
             "That token was not accepted."

@@ -195,3 +195,16 @@ async def test_navigators_of_one_registry_share_sessions(tmp_path: Path, registr
             client.cookies.set(COOKIE, cookie)
             assert (await client.post("/console/sign-out")).status_code == 303
         assert not await _shown(first, cookie)
+
+
+async def test_signing_in_again_replaces_the_browsers_session(tmp_path: Path) -> None:
+    """A new id at every sign-in, the browser's earlier session ended: none piles up, and an id
+    known before the sign-in (a planted one) does not become a live session."""
+    async with console_app(tmp_path) as console, console.client() as client:
+        await client.post("/console/sign-in", data={"token": console.tokens["nobody"]})
+        earlier = str(client.cookies[COOKIE])
+        await client.post("/console/sign-in", data={"token": console.tokens["alice"]})
+        later = str(client.cookies[COOKIE])
+        kept = await _sessions(console)
+    assert later != earlier
+    assert [(s.principal, s.id_hash) for s in kept] == [("alice", hash_token(later))]
