@@ -6,7 +6,7 @@ session's own idle and lifetime limits end it — on every navigator of the regi
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,8 +24,10 @@ from navigator.tokens import hash_token
 from registry.models import ConsoleSession, Principal, utcnow
 from tests.navigator.test_auth import SECRET, _jwt
 from tests.navigator.test_console import Console, console_app
-from tests.postgres_server import PostgresServer
+from tests.registry import conftest as registry_fixtures
 
+#: A registry on SQLite, then on the session's PostgreSQL (``tests/registry/conftest.py``).
+database_url = registry_fixtures.database_url
 JWT_SETTINGS = {
     "jwt_public_key": SECRET,
     "jwt_algorithm": "HS256",
@@ -166,16 +168,6 @@ async def test_a_jwt_session_lives_within_the_jwts_own_expiry(tmp_path: Path) ->
 # --- several navigators, one registry ------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def registry_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'shared.db'}"
-        return
-    server: PostgresServer = request.getfixturevalue("postgres_server")
-    yield server.create_database("console_sessions")
-    server.execute('DROP DATABASE "console_sessions" WITH (FORCE)')
-
-
 @asynccontextmanager
 async def _navigator(url: str) -> AsyncIterator[Console]:
     """A second navigator on the registry at ``url``."""
@@ -184,10 +176,10 @@ async def _navigator(url: str) -> AsyncIterator[Console]:
         yield Console(app, app.state.meshnav, {})
 
 
-async def test_navigators_of_one_registry_share_sessions(tmp_path: Path, registry_url: str) -> None:
+async def test_navigators_of_one_registry_share_sessions(tmp_path: Path, database_url: str) -> None:
     async with (
-        console_app(tmp_path, database_url=registry_url) as first,
-        _navigator(registry_url) as second,
+        console_app(tmp_path, database_url=database_url) as first,
+        _navigator(database_url) as second,
     ):
         cookie = await _signed_in(first, first.tokens["alice"])
         assert await _shown(second, cookie)
