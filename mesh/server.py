@@ -31,6 +31,7 @@ from starlette.applications import Starlette
 
 from mesh.calltokens import META_KEY, CallTokenVerifier
 from mesh.errors import CallTokenRejected, NotEnrolled
+from mesh.methods import UnknownMethods
 from mesh.modules import ModuleSpec
 
 __all__ = ["Assignment", "CallTokenMiddleware", "NodeApp"]
@@ -59,6 +60,8 @@ class Assignment:
 
 
 _TOOLS_ONLY = "A node serves only tool calls its navigator signed."
+#: A method a module's server does not serve: named by nothing the client sent (``mesh.methods``).
+_NO_SUCH_METHOD = {"error": "not_found", "status": 404, "message": _TOOLS_ONLY}
 
 
 def _refusal(error: CallTokenRejected | NotEnrolled) -> ToolResult:
@@ -140,6 +143,7 @@ class NodeApp:
             # first, so outermost: nothing a module adds (a stdio server's deadline, which
             # starts its subprocess) runs for a call without a token
             assignment.server.middleware.insert(0, CallTokenMiddleware(verifier, assignment.role))
+            assignment.server.middleware.insert(0, UnknownMethods(_NO_SUCH_METHOD))
             path = f"/mcp/{assignment.role}"
             self._apps[path] = assignment.server.http_app(
                 path=path,

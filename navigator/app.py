@@ -222,6 +222,27 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
         lifespan=lifespan,
         exception_handlers={HTTPException: no_route},
     )
+
+    def hosts_checked(inner: ASGIApp) -> ASGIApp:
+        """``/mcp``'s Host/Origin rule for every other path, before anything is authenticated:
+        the console, the admin and the node API. Health and metrics answer probes, which name
+        the navigator by any address, without it (ADR 0033)."""
+        checked = RememberedHostOrigin(
+            inner,
+            mode="auto",
+            allowed_hosts=settings.allowed_hosts or None,
+            allowed_origins=settings.allowed_origins or None,
+        )
+
+        async def either(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"] in PUBLIC_PATHS:
+                await inner(scope, receive, send)
+                return
+            await checked(scope, receive, send)
+
+        return either
+
     app.state.meshnav = services
     app.add_middleware(guard)  # type: ignore[arg-type]
+    app.add_middleware(hosts_checked)  # type: ignore[arg-type]  # outermost
     return app

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +39,7 @@ from registry import Registry, RegistryError, read_token_holder
 __all__ = [
     "AuthenticationMiddleware",
     "Authenticator",
+    "Credential",
     "caller_from_scope",
     "jwt_verifier",
 ]
@@ -66,7 +67,12 @@ class Authenticator:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
         if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
-        holder = read_token_holder(self.registry, hash_token(token), limit=LIMITS.grant_rows)
+        return self.holder_of(hash_token(token))
+
+    def holder_of(self, token_hash: str) -> Caller:
+        """The principal holding the stored token of ``token_hash`` now, active, with its grants
+        (blocking)."""
+        holder = read_token_holder(self.registry, token_hash, limit=LIMITS.grant_rows)
         if holder is None or not holder.is_active(datetime.now(UTC)):
             raise Unauthenticated()
         return Caller(holder.name, frozenset(holder.scopes), holder.grants)
@@ -74,7 +80,12 @@ class Authenticator:
     async def verify(self, token: str | None) -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
         caller can have it checked again (``Caller.renew``)."""
-        renew = functools.partial(self.verify, token)
+        caller = (await self.credential(token)).caller
+        return replace(caller, renew=functools.partial(self.verify, token))
+
+    async def credential(self, token: str | None) -> Credential:
+        """``verify``'s caller, and what stands behind it: the stored token's hash, or the JWT's
+        expiry (what a console session is bound to)."""
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
             access = await self.jwt.verify_token(token)
             subject = None if access is None else (access.claims or {}).get("sub")
@@ -82,9 +93,21 @@ class Authenticator:
                 raise Unauthenticated()
             if access.expires_at is None:  # a credential that never expires is not accepted
                 raise Unauthenticated()
-            return Caller(subject, frozenset(access.scopes), renew=renew)
-        caller = await short_read(self.registry, self.authenticate, token)
-        return replace(caller, renew=renew)
+            expires_at = datetime.fromtimestamp(access.expires_at, UTC)
+            return Credential(Caller(subject, frozenset(access.scopes)), expires_at=expires_at)
+        if not token or not token.startswith(TOKEN_PREFIX):
+            raise Unauthenticated()
+        token_hash = hash_token(token)
+        return Credential(await short_read(self.registry, self.holder_of, token_hash), token_hash)
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """An accepted credential: its caller, and a stored token's hash or a JWT's expiry."""
+
+    caller: Caller
+    token_hash: str | None = None
+    expires_at: datetime | None = None
 
 
 def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:

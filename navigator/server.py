@@ -14,8 +14,10 @@ import anyio
 import fastmcp
 from fastmcp import FastMCP
 
+from mesh.methods import UnknownMethods
 from navigator.caller import CallerMiddleware, CallerSource
 from navigator.discover import DiscoverExtension
+from navigator.errors import NotFound, error_body
 from navigator.following import follow_registry
 from navigator.grants import Caller
 from navigator.metrics import METRICS
@@ -29,6 +31,10 @@ __all__ = ["build_mcp", "running"]
 INSTRUCTIONS = (
     "meshnav reaches every tool of every machine by its address HOLDER/ROLE/TOOL. "
     "search for what you need (or walk with seats), describe the tool, then call it."
+)
+#: A method the navigator does not serve: named by nothing the client sent (``mesh.methods``).
+NO_SUCH_METHOD = NotFound(
+    "The navigator serves no such method: tools/list lists its tools, tools/call calls them."
 )
 
 
@@ -52,7 +58,10 @@ def build_mcp(
         version=_version(),
         instructions=INSTRUCTIONS,
         mask_error_details=True,
-        middleware=[CallerMiddleware(set(WALKER_TOOLS), source)],
+        middleware=[
+            UnknownMethods(error_body(NO_SUCH_METHOD)),
+            CallerMiddleware(set(WALKER_TOOLS), source),
+        ],
         tools=list(walker_tools(services.navigator)),
     )
     server.add_extension(DiscoverExtension(services.navigator, source))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 
-from pydantic import SecretStr, model_validator
+from pydantic import PositiveFloat, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
@@ -33,6 +33,10 @@ class NavigatorSettings(ListeningSettings):
     #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
     allowed_hosts: list[str] = []
     allowed_origins: list[str] = []
+    #: A console sign-in ends once its viewer has loaded no page for ``console_idle_s``, and
+    #: ``console_lifetime_s`` after it began whatever they do (a JWT's at the JWT's expiry first).
+    console_idle_s: PositiveFloat = 8 * 3600.0
+    console_lifetime_s: PositiveFloat = 24 * 3600.0
     #: A CA bundle (PEM) trusted for ``https`` node URLs beside the system's: nodes serving TLS
     #: with a certificate of a private CA, or one they signed themselves.
     node_ca: str | None = None

@@ -23,6 +23,7 @@ from registry.catalog import (
 )
 from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
+from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read_console_session
 
 __all__ = [
     "HEAD_REVISION",
@@ -32,6 +33,7 @@ __all__ = [
     "CatalogRow",
     "CatalogStore",
     "Conflict",
+    "ConsoleSessions",
     "GrantRecord",
     "GrantSnapshot",
     "MachineRecord",
@@ -42,9 +44,12 @@ __all__ = [
     "RegistryError",
     "RegistryUnavailable",
     "SeatTaken",
+    "SessionRecord",
+    "SessionRules",
     "TokenHolder",
     "ToolRecord",
     "migrate",
+    "read_console_session",
     "read_grant_revision",
     "read_snapshot",
     "read_token_holder",

@@ -31,6 +31,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
 from registry.models import Grant, Machine, Principal, Revision, utcnow
+from registry.sessions import ConsoleSessions
 
 if TYPE_CHECKING:
     from registry.database import Registry
@@ -384,9 +385,9 @@ class AccessStore:
     def rotate_principal(
         self, name: str, *, token_hash: str, expires_at: datetime | None = None
     ) -> PrincipalRecord:
-        """Replace a principal's token; its expiry stays unless a new one is given. A revoked
-        principal stays revoked (a new one is made instead), and an expired one needs a new
-        expiry: else its new token would be dead on arrival."""
+        """Replace a principal's token, ending its console sessions; its expiry stays unless a
+        new one is given. A revoked principal stays revoked (a new one is made instead), and an
+        expired one needs a new expiry: else its new token would be dead on arrival."""
         row = self._principal(name)
         status = principal_status(row.revoked_at is not None, row.expires_at, utcnow())
         if status == "revoked":
@@ -396,12 +397,15 @@ class AccessStore:
         row.token_hash = token_hash
         if expires_at is not None:
             row.expires_at = expires_at
+        ConsoleSessions(self.session).close_principal(name)
         return _principal_record(row)
 
     def revoke_principal(self, name: str) -> None:
+        """Revoke the principal: its token, and every console session it holds, end now."""
         row = self._principal(name)
         row.revoked_at = utcnow()
         row.token_hash = None
+        ConsoleSessions(self.session).close_principal(name)
 
     def bind_machine(self, name: str, machine: str) -> None:
         """Bind a node principal to the machine it first registers; later machines conflict, and

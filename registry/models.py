@@ -4,6 +4,7 @@ Machine ─┬─< Assignment ─< Tool          a machine runs assignments of m
          └── NodeKey                     the key the navigator signs that machine's call tokens with
 Seat ──── Assignment                     a mesh seat is an assignment addressed ``mesh/SEAT``
 Principal                                who calls (token hash only), with scopes
+ConsoleSession                           a browser signed in to the console (its id's hash only)
 Grant                                    who may call what
 Revision                                 counters that move whenever grants or the catalogue change
 """
@@ -33,6 +34,7 @@ __all__ = [
     "Assignment",
     "Base",
     "CatalogChange",
+    "ConsoleSession",
     "Grant",
     "Machine",
     "NodeKey",
@@ -177,6 +179,26 @@ class Principal(Base):
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConsoleSession(Base):
+    """A console sign-in, kept by every navigator of the registry alike: the cookie holds a random
+    id, the registry its SHA-256 (a session is as good as a token while it lives)."""
+
+    __tablename__ = "console_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(128), index=True)
+    #: The hash of the stored token signed in with: the session lives while the principal holds
+    #: that token (rotated or revoked, it is gone). ``None`` for a JWT's session.
+    token_hash: Mapped[str | None] = mapped_column(String(64))
+    #: A JWT's scopes, fixed when it signed in (a stored token's are read on every request).
+    scopes: Mapped[list[str]] = mapped_column(default=list)
+    #: A JWT's own expiry; a stored token's principal is read on every request instead.
+    expires_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: When the viewer last loaded a page: a session idle past the console's limit is over.
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Grant(Base):

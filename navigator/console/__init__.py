@@ -1,8 +1,9 @@
 """The web console (SPEC §8): the mesh as one viewer may see it, at ``/`` on the navigator.
 
 Server-rendered pages that work without JavaScript, made live by a small script listening to
-server-sent events; signed in with the viewer's bearer token, kept in an HttpOnly cookie and
-authenticated again on every request (``session``). The console guards itself: its paths bypass
+server-sent events; signed in with the viewer's bearer token, which opens a session kept in the
+registry (the browser's HttpOnly cookie holds only its random id) whose token is authenticated
+again on every request (``session``). The console guards itself: its paths bypass
 the bearer-token middleware (``is_console_path``). Every answer carries the console's security
 headers; nothing is loaded from outside the navigator.
 

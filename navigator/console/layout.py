@@ -168,8 +168,9 @@ def sign_in_document(*, message: str | None = None, next_path: str = "/") -> str
     main = Markup(
         '<div class="sign-in"><h1>Sign in to the meshnav console</h1>'
         "<p>Paste your bearer token — the one <code>meshnav principal add</code> printed, or the "
-        "demo's <code>demo.token</code>. This browser keeps it in an HttpOnly cookie, and the "
-        "navigator checks it again on every request, so revoking it signs you out at once.</p>"
+        "demo's <code>demo.token</code>. It is not kept: this browser is given a session, and "
+        "the navigator checks the token behind it on every request, so rotating or revoking it "
+        "signs you out at once.</p>"
         "{}"
         '<form method="post" action="/console/sign-in">'
         '<label for="token">Token</label>'

@@ -51,7 +51,7 @@ async def _answer(request: Request, build: Build) -> Response:
     fragment = request.headers.get(FRAGMENT_HEADER) == "1"
     headers = {"vary": "X-Meshnav-Fragment, Cookie"}
     try:
-        caller = await authenticate_viewer(request)
+        caller = await authenticate_viewer(request, page=not fragment)
     except Unauthenticated:
         if fragment:
             return error_json()

@@ -235,3 +235,20 @@ def test_viewer_without_grants_sees_no_tools(console_mesh: ConsoleMesh, recorded
     page.get_by_label("Search tools").press("Enter")
     expect(page.get_by_text("No tool you may call matches that search.")).to_be_visible()
     expect(page.locator("main .result")).to_have_count(0)
+
+
+def test_signing_out_ends_the_session_the_browser_held(
+    console_mesh: ConsoleMesh, recorded: Recorded
+) -> None:
+    """The browser holds a session's id, never the token, out of the page's reach; signing out
+    ends the session itself, so a copy of the cookie taken before is worth nothing (issue 26)."""
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+    [cookie] = [c for c in recorded.context.cookies() if c["name"] == "meshnav_console"]
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert console_mesh.operator not in cookie["value"]
+    assert "meshnav_console" not in page.evaluate("document.cookie")
+    copied = {"meshnav_console": cookie["value"]}
+    assert "Signed in as" in httpx.get(console_mesh.url + "/", cookies=copied, timeout=10).text
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert "Signed in as" not in httpx.get(console_mesh.url + "/", cookies=copied, timeout=10).text

@@ -25,6 +25,7 @@ from navigator.console import events, is_console_path, viewpoint
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.pages import CONSOLE_ROWS
 from navigator.console.render import GrantsListing, grants_page
+from navigator.console.session import COOKIE
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
@@ -86,8 +87,12 @@ class Console:
 
 
 @asynccontextmanager
-async def console_app(tmp_path: Path) -> AsyncIterator[Console]:
-    app = build_app(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+async def console_app(tmp_path: Path, **settings: Any) -> AsyncIterator[Console]:
+    """The navigator's app, serving, with three principals and a small mesh; ``settings`` are
+    the navigator's settings besides its registry."""
+    app = build_app(
+        NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
+    )
     async with app.router.lifespan_context(app):
         services: Services = app.state.meshnav
         tokens = {name: mint_token() for name in ("alice", "nobody", "root")}
@@ -595,11 +600,21 @@ async def test_static_assets_are_served_by_the_navigator(
 # --- live ----------------------------------------------------------------------------------
 
 
+async def session_cookie(app: Starlette, token: str) -> str:
+    """The console's session cookie for a sign-in with ``token``."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        answer = await client.post("/console/sign-in", data={"token": token})
+    assert answer.status_code == 303, answer.text
+    return str(client.cookies[COOKIE])
+
+
 @asynccontextmanager
 async def open_events(app: Starlette, token: str) -> AsyncIterator[Any]:
-    """``GET /console/events`` served as a server would: yields the stream of ASGI messages, and
-    disconnects the client on the way out."""
-    headers = [(b"host", b"testserver"), (b"cookie", f"meshnav_console={token}".encode())]
+    """``GET /console/events`` served as a server would, signed in with ``token``: yields the
+    stream of ASGI messages, and disconnects the client on the way out."""
+    cookie = f"{COOKIE}={await session_cookie(app, token)}".encode()
+    headers = [(b"host", b"testserver"), (b"cookie", cookie)]
     scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -751,20 +766,20 @@ async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
     stays, and the change it could not announce is announced once the viewer is checked again."""
     async with console_app(tmp_path) as console:
         authenticator = console.services.authenticator
-        check = authenticator.authenticate
+        check = authenticator.holder_of
         down = {"reads": 0}
 
-        def flaky(token: Any) -> Any:
+        def flaky(token_hash: str) -> Any:
             if down["reads"]:
                 down["reads"] -= 1
                 raise RegistryUnavailable()
-            return check(token)
+            return check(token_hash)
 
         async with open_events(console.app, console.tokens["alice"]) as messages:
             with anyio.fail_after(15):
                 await messages.receive()
                 await messages.receive()
-                monkeypatch.setattr(authenticator, "authenticate", flaky)
+                monkeypatch.setattr(authenticator, "holder_of", flaky)
                 down["reads"] = 1
                 await console.register(
                     "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
@@ -783,7 +798,7 @@ async def test_open_streams_are_bounded_per_viewer_and_given_back(tmp_path: Path
     async with console_app(tmp_path) as console, console.client() as client:
 
         async def refused(viewer: str) -> None:
-            client.cookies.set("meshnav_console", console.tokens[viewer])
+            await client.post("/console/sign-in", data={"token": console.tokens[viewer]})
             answer = await client.get("/console/events")  # an opened stream would not end here
             assert answer.status_code == 429
             assert answer.json()["error"] == "too_many_streams"
