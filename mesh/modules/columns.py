@@ -1,15 +1,24 @@
 """What the database modules share: one shape for a table's column, so an agent reads
-``describe_table`` the same way on SQLite and PostgreSQL, and one bound on a query's answer."""
+``describe_table`` the same way on SQLite and PostgreSQL, one bound on a query's answer, and how
+a database's own error message is passed on."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["MAX_ANSWER_BYTES", "TOO_LONG_ROW", "Column", "RowBudget"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "MAX_MESSAGE_CHARS",
+    "TOO_LONG_ROW",
+    "Column",
+    "RowBudget",
+    "database_message",
+]
 
 #: A query's rows stop here: the answer carries them twice (structured and as text), and the
 #: navigator passes at most 4 MiB.
@@ -18,6 +27,12 @@ TOO_LONG_ROW = (
     f"the first row is longer than this module's answer limit of {MAX_ANSWER_BYTES / 2**20:g} MiB;"
     " select fewer or shorter columns"
 )
+
+#: The most of a database's own error message an answer passes on. The message is about the
+#: caller's own statement (``no such table: nosuchtable``, ``near "SELEC": syntax error``), on the
+#: machine the caller may query: what an agent needs to fix it, and not the registry's storage
+#: text that SPEC §9 keeps from answers.
+MAX_MESSAGE_CHARS = 300
 
 
 class RowBudget:
@@ -51,3 +66,18 @@ class Column(BaseModel):
     notnull: bool
     default: str | None = Field(description="The default as an SQL expression, if any.")
     pk: int = Field(description="1-based position in the primary key; 0 when not in it.")
+
+
+#: An absolute path (POSIX or Windows) of two parts or more.
+_PATH = re.compile(r"(?:\b[A-Za-z]:)?(?:[/\\][^\s\"'`/\\,;()]+){2,}[/\\]?")
+
+
+def database_message(message: str, known: dict[str, str] | None = None) -> str:
+    """A database's own error message as an answer may carry it: each of ``known`` paths
+    replaced by its name, any other absolute path by ``<path>``, at most ``MAX_MESSAGE_CHARS``."""
+    for path, name in sorted((known or {}).items(), key=lambda item: -len(item[0])):
+        message = message.replace(path, name)
+    message = _PATH.sub("<path>", " ".join(message.split()))
+    if len(message) > MAX_MESSAGE_CHARS:
+        return message[: MAX_MESSAGE_CHARS - 1] + "\u2026"
+    return message
