@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -72,12 +72,34 @@ class Column(BaseModel):
 _PATH = re.compile(r"(?:\b[A-Za-z]:)?(?:[/\\][^\s\"'`/\\,;()]+){2,}[/\\]?")
 
 
-def database_message(message: str, known: dict[str, str] | None = None) -> str:
+def database_message(
+    message: str, known: dict[str, str] | None = None, hidden: Iterable[object] = ()
+) -> str:
     """A database's own error message as an answer may carry it: each of ``known`` paths
-    replaced by its name, any other absolute path by ``<path>``, at most ``MAX_MESSAGE_CHARS``."""
+    replaced by its name, any other absolute path by ``<path>``, each ``hidden`` value (the
+    call's parameters: ``invalid input syntax for type integer: "VALUE"``) by ``<parameter>``,
+    at most ``MAX_MESSAGE_CHARS``."""
     for path, name in sorted((known or {}).items(), key=lambda item: -len(item[0])):
         message = message.replace(path, name)
+    for value in sorted({_text(v) for v in _flat(hidden)} - {""}, key=len, reverse=True):
+        # a short value could be any part of the message: only where it stands quoted
+        if len(value) > 3:
+            message = message.replace(value, "<parameter>")
+        else:
+            message = message.replace(f'"{value}"', '"<parameter>"')
     message = _PATH.sub("<path>", " ".join(message.split()))
     if len(message) > MAX_MESSAGE_CHARS:
         return message[: MAX_MESSAGE_CHARS - 1] + "\u2026"
     return message
+
+
+def _flat(values: Iterable[object]) -> Iterator[object]:
+    for value in values:
+        if isinstance(value, list | tuple):
+            yield from _flat(value)
+        elif value is not None and not isinstance(value, bool):
+            yield value
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else str(value)

@@ -286,7 +286,7 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _error_text(exc: sqlite3.Error, time_limit_s: float, path: Path) -> str:
+def _error_text(exc: sqlite3.Error, time_limit_s: float, path: Path, params: Any = ()) -> str:
     """What to do, worded from SQLite's error code, then SQLite's own message about the caller's
     statement: bounded, and without the node's file paths."""
     name = getattr(exc, "sqlite_errorname", None) or ""
@@ -302,7 +302,8 @@ def _error_text(exc: sqlite3.Error, time_limit_s: float, path: Path) -> str:
         text = f"a statement may name at most {MAX_COLUMNS} columns; select fewer"
     else:
         text = _ERRORS.get(base, f"SQLite refused the statement ({name or 'unknown error'})")
-    said = database_message(str(exc), {str(path): path.stem, str(path.parent): "."})
+    values = params.values() if isinstance(params, dict) else params or ()
+    said = database_message(str(exc), {str(path): path.stem, str(path.parent): "."}, values)
     return f"{text} (SQLite: {said})" if said else text
 
 
@@ -346,7 +347,8 @@ def _answer(job: dict[str, Any], committing: Callable[[], None]) -> dict[str, An
     try:
         return {"ok": _work(job, committing)}
     except sqlite3.Error as exc:
-        return {"error": _error_text(exc, float(job["time_limit_s"]), Path(job["path"]))}
+        limit, path = float(job["time_limit_s"]), Path(job["path"])
+        return {"error": _error_text(exc, limit, path, job.get("params"))}
     except Refused as exc:
         return {"error": str(exc)}
     except Exception:  # MemoryError, RecursionError: the statement's, not the worker's end
