@@ -58,9 +58,11 @@ LATE = "the statement ran past its time limit of {time_limit_s:g} s and was stop
 _READS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33})
 _NEVER_IN_EXECUTE = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, 22, 32})
 # 33: SQLITE_RECURSIVE, 22: SQLITE_TRANSACTION, 32: SQLITE_SAVEPOINT
+#: Not ``database_list``: it answers where the node keeps the file, and names no more than
+#: ``main`` where ATTACH is refused.
 _INTROSPECTION_PRAGMAS = {
     "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "database_list", "collation_list", "function_list",
+    "foreign_key_list", "foreign_key_check", "collation_list", "function_list",
     "module_list", "pragma_list", "compile_options", "integrity_check", "quick_check",
 }  # fmt: skip
 _SETTING_PRAGMAS = {  # may be read, never set

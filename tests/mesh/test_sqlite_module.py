@@ -99,6 +99,16 @@ async def test_databases_are_named_by_file_stem(client: Client[Any], tmp_path: P
     assert str(tmp_path) not in json.dumps(answer)
 
 
+@pytest.mark.parametrize("sql", ["PRAGMA database_list", "SELECT file FROM pragma_database_list"])
+async def test_no_statement_answers_where_the_file_is(
+    client: Client[Any], tmp_path: Path, sql: str
+) -> None:
+    """Issue 26: ``database_list`` answered the file's absolute path."""
+    for tool in ("query", "execute"):
+        text = await refused(client, tool, database="shop", sql=sql)
+        assert "statement refused" in text and str(tmp_path) not in text
+
+
 async def test_database_argument_lists_its_choices(client: Client[Any]) -> None:
     for tool in await client.list_tools():
         schema = tool.input_schema["properties"].get("database")
