@@ -253,8 +253,13 @@ class Workers:
 
     def run(self, job: dict[str, Any], time_limit_s: float, writes: bool) -> Any:
         """The job's result, or a ``ToolError`` with its message; blocks (run it in a thread)."""
+        dead: list[_Worker] = []  # ended while idle (killed from outside)
         with self._lock:
+            while self._idle and not self._idle[-1].alive():
+                dead.append(self._idle.pop())
             worker = self._idle.pop() if self._idle else None
+        for gone in dead:
+            gone.close()
         worker = worker or _Worker()
         try:
             answer = worker.exchange(job, time_limit_s + LATE_S)
@@ -285,7 +290,7 @@ class Workers:
 
 
 class _Worker:
-    """One ``python -I -m mesh.modules.sqlite_worker``, with an empty environment."""
+    """One ``python -I -m mesh.modules.sqlite_worker``, with no environment but the node's pid."""
 
     def __init__(self) -> None:
         jobs_in, self._jobs = os.pipe()
@@ -295,7 +300,7 @@ class _Worker:
                 [sys.executable, "-I", "-m", "mesh.modules.sqlite_worker"],
                 stdin=jobs_in,
                 stdout=answers_out,
-                env={},
+                env={"MESHNAV_NODE_PID": str(os.getpid())},
                 close_fds=True,
             )
         finally:
@@ -322,6 +327,9 @@ class _Worker:
                 end = None  # a commit is waited for: it is short, and the answer says it
         except (EOFError, OSError):
             raise ToolError(_GONE) from None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def kill(self) -> None:
         self.process.kill()

@@ -7,13 +7,14 @@ limit" at 5.6 s while the node's thread burned CPU for 45 s more). No thread can
 Python, so every statement runs in a worker process the node kills at its deadline
 (``mesh.modules.sqlite.Workers``): the time limit bounds the work, not just the wait.
 
-A worker is ``python -I -m mesh.modules.sqlite_worker`` with an empty environment (the node's
-holds its token), reading one job at a time from its stdin and answering on its stdout, each a
-JSON message framed as ``multiprocessing.connection`` frames them. It answers ``started`` when it
-takes a job, ``committing`` before an ``execute`` commits (from then on the node waits for it: the
-answer must say whether the change was made), then ``{"ok": RESULT}`` or ``{"error": TEXT}``.
+A worker is ``python -I -m mesh.modules.sqlite_worker`` with no environment but the node's pid
+(the node's own holds its token), killed when the node ends (Linux). It reads one job at a time
+from its stdin and answers on its stdout, each a JSON message framed as
+``multiprocessing.connection`` frames them: ``started`` when it takes a job, ``committing``
+before an ``execute`` commits (from then on the node waits for it: the answer must say whether
+the change was made), then ``{"ok": RESULT}`` or ``{"error": TEXT}``.
 
-Inside, each job opens its own connection as before: ``mode=ro`` with ``PRAGMA query_only`` and
+Inside, each job opens its own connection: ``mode=ro`` with ``PRAGMA query_only`` and
 an authorizer that lets a statement only read for ``query``, ``describe_table`` and
 ``list_tables``; one statement in its own transaction for ``execute``. A timer interrupts the
 statement at its time limit, so that a long scan ends between steps with the worker kept. No
@@ -29,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import sqlite3
 import sys
 import threading
@@ -363,8 +365,24 @@ def _plain(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+def _end_with_the_node() -> None:
+    """Be killed when the node ends (Linux): a statement in one long step would otherwise run
+    on for its minutes with nobody to answer."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(os.environ.get("MESHNAV_NODE_PID", os.getppid())):
+        sys.exit(0)  # the node ended before the line above
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 def main() -> None:
     """Serve jobs from stdin until it closes."""
+    _end_with_the_node()
     jobs, answers = Connection(0, writable=False), Connection(1, readable=False)
     sys.stdout = sys.stderr  # nothing but answers on fd 1
 

@@ -9,7 +9,10 @@ signed for two principals; this process is the node, and its CPU counts its work
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -114,3 +117,39 @@ async def test_another_principals_read_answers_while_one_sends_eight_long_ones(
     assert all(a.is_error for a in answers.values())
     busy = [a for a in answers.values() if "busy" in str(a.content)]
     assert len(busy) == 4  # alice's own four turns were taken: the rest wait, then hear why
+
+
+NODE_ENDS_MID_STEP = """
+import asyncio, os, sys
+from pathlib import Path
+from fastmcp import Client
+from mesh.modules.sqlite import build_sqlite_module
+
+async def main():
+    async with Client(build_sqlite_module([Path(sys.argv[1])], time_limit_s=60)) as client:
+        asyncio.get_running_loop().call_later(1.5, os._exit, 0)  # the node ends mid-step
+        await client.call_tool_mcp("query", {"database": "shop", "sql": sys.argv[2]})
+
+asyncio.run(main())
+"""
+
+
+def test_a_worker_ends_with_its_node(tmp_path: Path) -> None:
+    """A worker in a long step has no one to answer once its node is gone: it is killed too,
+    not left to burn the machine's CPU for the rest of its step."""
+    database = tmp_path / "shop.db"
+    sqlite3.connect(database).close()
+    node = subprocess.Popen([sys.executable, "-c", NODE_ENDS_MID_STEP, str(database), PRINTF_127])
+    try:
+        workers: list[psutil.Process] = []
+        deadline = time.monotonic() + 30
+        while not workers and time.monotonic() < deadline:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                workers = psutil.Process(node.pid).children()
+            time.sleep(0.05)
+        assert workers, "the node started no worker"
+        node.wait(timeout=30)
+        _, alive = psutil.wait_procs(workers, timeout=5)
+        assert alive == []
+    finally:
+        node.kill()
