@@ -62,7 +62,8 @@ from psycopg.types.string import TextLoader
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget, database_message
+from mesh.modules.answers import TOO_LONG_ROW, RowBudget, database_message
+from mesh.modules.columns import Column
 from mesh.modules.turns import NODE_TURNS, Turns
 
 __all__ = ["build_postgres_module"]

@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 
 from mesh.errors import ModuleSpecError
 from mesh.modules.columns import Column
-from mesh.modules.sqlite_worker import LATE, MAX_TABLES, ForeignKey, Index
+from mesh.modules.sqlite_worker import LATE, MAX_TABLES
 from mesh.modules.turns import NODE_TURNS, Turns
 
 __all__ = ["Workers", "build_sqlite_module"]
@@ -104,6 +104,22 @@ class TableList(BaseModel):
         default=False,
         description=f"True when more than {MAX_TABLES} matched, or their names passed 1.5 MiB.",
     )
+
+
+class Index(BaseModel):
+    name: str
+    unique: bool
+    origin: str = Field(description="c: CREATE INDEX, u: UNIQUE constraint, pk: PRIMARY KEY.")
+    partial: bool
+    columns: list[str | None]
+
+
+class ForeignKey(BaseModel):
+    columns: list[str]
+    table: str
+    references: list[str | None]
+    on_update: str
+    on_delete: str
 
 
 class TableDescription(BaseModel):

@@ -41,11 +41,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from mesh.modules.answers import TOO_LONG_ROW, RowBudget, database_message
 
-from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget, database_message
-
-__all__ = ["MAX_COLUMNS", "MAX_TABLES", "MAX_VALUE_BYTES", "ForeignKey", "Index", "main"]
+__all__ = ["LATE", "MAX_COLUMNS", "MAX_TABLES", "MAX_VALUE_BYTES", "main"]
 
 BUSY_TIMEOUT_S = 2.0  # how long a write waits for another writer's lock
 MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
@@ -75,22 +73,6 @@ _SETTING_PRAGMAS = {  # may be read, never set
 Scalar = str | int | float | bool | None
 Params = list[Scalar] | dict[str, Scalar]
 T = TypeVar("T")
-
-
-class Index(BaseModel):
-    name: str
-    unique: bool
-    origin: str = Field(description="c: CREATE INDEX, u: UNIQUE constraint, pk: PRIMARY KEY.")
-    partial: bool
-    columns: list[str | None]
-
-
-class ForeignKey(BaseModel):
-    columns: list[str]
-    table: str
-    references: list[str | None]
-    on_update: str
-    on_delete: str
 
 
 @contextmanager
@@ -166,7 +148,7 @@ def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
     for n, t, nn, d, pk in conn.execute(
         'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)', (table,)
     ):
-        column = Column(name=n, type=t, notnull=bool(nn), default=d, pk=pk)
+        column = {"name": n, "type": t, "notnull": bool(nn), "default": d, "pk": pk}
         if not budget.admits([column]):
             return {**described, "truncated": True}
         described["columns"].append(column)
@@ -177,23 +159,22 @@ def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
             return {**described, "truncated": True}
         sql = "SELECT name FROM pragma_index_info(?) ORDER BY seqno"
         columns = [c for (c,) in conn.execute(sql, (n,))]
-        index = Index(name=n, unique=bool(u), origin=o, partial=bool(p), columns=columns)
+        index = {"name": n, "unique": bool(u), "origin": o, "partial": bool(p), "columns": columns}
         if not budget.admits([index]):
             return {**described, "truncated": True}
         described["indexes"].append(index)
-    keys: dict[int, ForeignKey] = {}
+    keys: dict[int, dict[str, Any]] = {}
     sql = 'SELECT id, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?)'
     for key_id, parent, source, target, on_update, on_delete in conn.execute(
         sql + " ORDER BY id, seq", (table,)
     ):
         key = keys.setdefault(
             key_id,
-            ForeignKey(
-                columns=[], table=parent, references=[], on_update=on_update, on_delete=on_delete
-            ),
-        )
-        key.columns.append(source)
-        key.references.append(target)
+            {"columns": [], "table": parent, "references": [], "on_update": on_update,
+             "on_delete": on_delete},
+        )  # fmt: skip
+        key["columns"].append(source)
+        key["references"].append(target)
     for key in keys.values():  # all of them within the CREATE TABLE, a value's 1 MiB
         if not budget.admits([key]):
             return {**described, "truncated": True}
@@ -359,12 +340,6 @@ def _answer(job: dict[str, Any], committing: Callable[[], None]) -> dict[str, An
         return {"error": "SQLite could not run the statement on this machine"}
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump()
-    raise TypeError(type(value).__name__)
-
-
 def _end_with_the_node() -> None:
     """Be killed when the node ends (Linux): a statement in one long step would otherwise run
     on for its minutes with nobody to answer."""
@@ -387,7 +362,7 @@ def main() -> None:
     sys.stdout = sys.stderr  # nothing but answers on fd 1
 
     def send(message: dict[str, Any]) -> None:
-        answers.send_bytes(json.dumps(message, default=_plain).encode())
+        answers.send_bytes(json.dumps(message).encode())
 
     while True:
         try:

@@ -16,7 +16,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from mesh.modules import postgres
-from mesh.modules.columns import MAX_MESSAGE_CHARS
+from mesh.modules.answers import MAX_MESSAGE_CHARS
 from mesh.modules.postgres import build_postgres_module
 from mesh.modules.turns import Turns
 from tests.postgres_server import PostgresServer, start_postgres

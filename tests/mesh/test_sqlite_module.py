@@ -15,7 +15,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import MAX_ANSWER_BYTES, MAX_MESSAGE_CHARS
+from mesh.modules.answers import MAX_ANSWER_BYTES, MAX_MESSAGE_CHARS
 from mesh.modules.sqlite import build_sqlite_module
 from mesh.modules.turns import Turns
 from tests.harness import loop_ticks_during
