@@ -279,8 +279,10 @@ class Workers:
         worker = worker or _Worker()
         try:
             answer = worker.exchange(job, time_limit_s + LATE_S)
-        except BaseException:
+        except BaseException:  # the worker is gone, or this thread is being stopped
             worker.kill()
+            if writes:
+                _recover(Path(job["path"]))
             raise
         if answer is None:
             worker.kill()
