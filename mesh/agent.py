@@ -24,7 +24,7 @@ import uvicorn
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
-from mesh.modules import ModuleSpec, build_module
+from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
 from mesh.server import Assignment, NodeApp
 from mesh.serving import Server, serve_until_stopped
 from mesh.settings import NodeSettings
@@ -262,8 +262,13 @@ async def serve_node(
 ) -> None:
     """Serve the modules and run the agent until cancelled; on ``server_socket`` when the caller
     bound it already (the command line does, to report a port in use in one line)."""
-    assignments = [Assignment(spec, build_module(spec)) for spec in specs]
-    assignments += [Assignment(spec, build_module(spec), seat=seat) for seat, spec in seats]
+    options = ModuleOptions(
+        allow_privileged_role=settings.allow_privileged_role, libpq_secrets=take_libpq_secrets()
+    )
+    assignments = [Assignment(spec, build_module(spec, options)) for spec in specs]
+    assignments += [
+        Assignment(spec, build_module(spec, options), seat=seat) for seat, spec in seats
+    ]
     agent = NodeAgent(settings, assignments)
     app = NodeApp(assignments, agent.verifier, advertise_url=settings.advertise_url)
     config = uvicorn.Config(

@@ -28,6 +28,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "CallClaims",
     "CallTokenVerifier",
     "SeenNonces",
+    "caller",
     "sign_call_token",
 ]
 
@@ -48,6 +50,9 @@ META_KEY = "meshnav/call-token"
 MAX_LIFETIME_S = 30
 #: Clock skew tolerated between navigator and node.
 SKEW_S = 5
+#: The principal whose call a module is running: set by the node for the call its token covers,
+#: so that a module can share what it holds among callers (``mesh.modules.turns``).
+caller: ContextVar[str | None] = ContextVar("meshnav_caller", default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from starlette.applications import Starlette
 
-from mesh.calltokens import META_KEY, CallTokenVerifier
+from mesh.calltokens import META_KEY, CallTokenVerifier, caller
 from mesh.errors import CallTokenRejected, NotEnrolled
 from mesh.methods import UnknownMethods
 from mesh.modules import ModuleSpec
@@ -89,12 +89,16 @@ class CallTokenMiddleware(Middleware):
         meta = getattr(request, "meta", None) or {}
         token = meta.get(META_KEY) if isinstance(meta, dict) else None
         try:
-            self.verifier.verify(
+            claims = self.verifier.verify(
                 token, role=self.role, tool=params.name, arguments=params.arguments or {}
             )
         except (CallTokenRejected, NotEnrolled) as error:
             return _refusal(error)
-        return await call_next(context)
+        calling = caller.set(claims.principal)
+        try:
+            return await call_next(context)
+        finally:
+            caller.reset(calling)
 
     # -- what no call token covers: listed as nothing, refused when asked for ------------------
 

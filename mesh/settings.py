@@ -77,6 +77,9 @@ class NodeSettings(ListeningSettings):
     tls_key: str | None = None
     #: CA bundle to trust for an ``https`` navigator URL.
     navigator_ca: str | None = None
+    #: Serve a ``postgres`` module whose role is privileged (superuser, or one that may run
+    #: programs or read or write the server's files); refused at start otherwise.
+    allow_privileged_role: bool = False
 
     @property
     def advertise_url(self) -> str:

@@ -222,6 +222,15 @@ def node_serve(
     ] = None,
     tls_cert: Annotated[str | None, typer.Option("--tls-cert")] = None,
     tls_key: Annotated[str | None, typer.Option("--tls-key")] = None,
+    allow_privileged_role: Annotated[
+        bool,
+        typer.Option(
+            "--allow-privileged-role",
+            envvar="MESHNAV_ALLOW_PRIVILEGED_ROLE",
+            help="Serve a postgres module whose role is a superuser or may run programs or"
+            " touch the server's files (refused otherwise).",
+        ),
+    ] = False,
 ) -> None:
     """Run a node agent serving this machine's modules."""
     from pydantic import ValidationError
@@ -260,6 +269,7 @@ def node_serve(
             "token": _need(token, "the node's token (--token or MESHNAV_TOKEN)"),
             "tls_cert": tls_cert,
             "tls_key": tls_key,
+            "allow_privileged_role": allow_privileged_role,
         }
         if heartbeat is not None:
             values["heartbeat_s"] = heartbeat

@@ -7,6 +7,12 @@ only by ``build_module``, so a node loads only what it serves.
 
 from __future__ import annotations
 
-from mesh.modules.spec import ModuleSpec, build_module, parse_module_spec
+from mesh.modules.spec import (
+    ModuleOptions,
+    ModuleSpec,
+    build_module,
+    parse_module_spec,
+    take_libpq_secrets,
+)
 
-__all__ = ["ModuleSpec", "build_module", "parse_module_spec"]
+__all__ = ["ModuleOptions", "ModuleSpec", "build_module", "parse_module_spec", "take_libpq_secrets"]

@@ -11,17 +11,28 @@ cancel request before the connection closes: a backend whose client has gone kee
 else there. Its rows are FETCHed 1, 2, 4 … at most 50 at a time — fewer once rows are long — and
 each FETCH's rows come one at a time, so a huge result costs neither the server nor this process
 more than the page asked for, and at most 1.5 MiB of values, ``truncated`` then set as when
-``max_rows`` stops it. At most ``MAX_CALLS`` calls run at once in the process.
+``max_rows`` stops it. The node's turns bound the calls running at once, in all and per caller
+(``mesh.modules.turns``), as for the ``sqlite`` module.
 
 Each call opens its own connection, with a connect timeout, and closes it. Agents call seldom
 next to a connection's cost on the same machine (a few milliseconds), the ``database`` argument
 would need a pool per database, a restarted server needs no reconnect logic, and an idle node
 holds no connection. The read-only transaction stops writes through SQL; functions that act
-outside it (``pg_terminate_backend``, ``dblink``) are bounded only by the role's privileges, so
-give the module a role that may only read.
+outside it (``pg_terminate_backend``, ``dblink``, ``pg_read_file``, ``COPY … TO PROGRAM``) are
+bounded only by the role's privileges. So the module refuses a privileged role
+(``PRIVILEGED_ROLE``: a superuser, a role that may create roles, or one that may act as
+``pg_execute_server_program``, ``pg_read_server_files`` or ``pg_write_server_files``, directly, by
+inheritance or by ``SET ROLE``) — at start when the server answers, and again at the start of every
+call, since grants change — unless the operator allows it (``--allow-privileged-role``), which is
+logged as a warning.
 
-The DSN is a secret: it is never part of a message, a ``repr`` or a log line, and errors are
-worded from SQLSTATE codes alone, since PostgreSQL's own messages quote the query.
+The DSN is a secret: it is never part of a message, a ``repr`` or a log line. Its password need
+not be in it (where ``ps`` shows it to every user, and the module warns): the node takes
+``PGPASSWORD`` and ``PGPASSFILE`` out of its environment at start and gives them to this module's
+connections alone. An error says what to do, from its SQLSTATE, then passes on PostgreSQL's own
+primary message about the caller's statement, bounded and without paths
+(``columns.database_message``); connection errors are worded by us alone, as their text names the
+host and user.
 """
 
 from __future__ import annotations
@@ -29,9 +40,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import inspect
+import logging
 import math
-import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Annotated, Any, cast
@@ -51,7 +62,9 @@ from psycopg.types.string import TextLoader
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget
+from mesh.modules.answers import TOO_LONG_ROW, RowBudget, database_message
+from mesh.modules.columns import Column
+from mesh.modules.turns import NODE_TURNS, Turns
 
 __all__ = ["build_postgres_module"]
 
@@ -64,9 +77,38 @@ MAX_ROWS = 1000
 MAX_TABLES = 1000
 _CURSOR = "meshnav_query"
 FETCH_ROWS = 50  # the most rows one FETCH asks the server-side cursor for
-MAX_CALLS = 8  # calls running at once on this node, each holding a connection and a row
-_CALLS = threading.BoundedSemaphore(MAX_CALLS)
-_BUSY = "this machine's PostgreSQL reads are all busy; try again shortly"
+_BUSY = (
+    "this machine's PostgreSQL reads are all busy (at most {per_caller} of one caller at once);"
+    " try again shortly"
+)
+#: The connection keyword of each of ``spec.LIBPQ_SECRETS``.
+_SECRET_KEYWORDS = {"PGPASSWORD": "password", "PGPASSFILE": "passfile"}
+#: Whether the connection's login role is, or may become, a role that acts outside SQL's
+#: read-only transaction: runs programs, reads or writes the server's files, makes roles.
+PRIVILEGED_ROLE = """
+SELECT EXISTS (
+    SELECT 1 FROM pg_roles r
+    WHERE pg_has_role(session_user, r.oid, 'MEMBER')
+      AND (r.rolsuper OR r.rolcreaterole OR r.rolname IN (
+          'pg_execute_server_program', 'pg_read_server_files', 'pg_write_server_files')))"""
+_PRIVILEGED = (
+    "the postgres module's role is a superuser, may create roles, or may act as"
+    " pg_execute_server_program, pg_read_server_files or pg_write_server_files, so a read-only"
+    " query could run programs and read or write the server's files"
+)
+_PRIVILEGED_START = (
+    _PRIVILEGED + ": give the module a role that may only read (GRANT pg_read_all_data), or"
+    " start the node with --allow-privileged-role to serve it anyway"
+)
+_PRIVILEGED_CALL = (
+    "this machine's PostgreSQL module refuses to serve: its role is privileged; the machine's"
+    " operator must give it a role that may only read"
+)
+_DSN_ON_ARGV = (
+    "the DSN of postgres assignment %s holds a password, which every user of this machine can"
+    " read on the node's command line (ps): give it as PGPASSWORD or in a PGPASSFILE instead"
+)
+logger = logging.getLogger("meshnav.node")
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -145,42 +187,71 @@ class QueryResult(BaseModel):
 def build_postgres_module(
     dsn: str,
     *,
+    role: str = "postgres",
+    environment: Mapping[str, str] | None = None,
+    allow_privileged_role: bool = False,
     statement_timeout_s: float = STATEMENT_TIMEOUT_S,
     connect_timeout_s: int = CONNECT_TIMEOUT_S,
+    turns: Turns = NODE_TURNS,
 ) -> FastMCP:
-    """The ``postgres`` module's server for the server and role ``dsn`` names."""
+    """The ``postgres`` module's server for the server and role ``dsn`` names, as assignment
+    ``role``. ``environment`` holds what the node took of ``spec.LIBPQ_SECRETS`` from its own; a
+    privileged role is refused (``ModuleSpecError``) unless ``allow_privileged_role``."""
     try:
-        conninfo_to_dict(dsn)
+        given = conninfo_to_dict(dsn)
     except psycopg.Error:
         raise ModuleSpecError("the postgres DSN does not parse") from None
+    if given.get("password"):
+        logger.warning(_DSN_ON_ARGV, role)
+    secrets = {
+        keyword: (environment or {})[name]
+        for name, keyword in _SECRET_KEYWORDS.items()
+        if (environment or {}).get(name) and not given.get(keyword)
+    }
+    dsn = make_conninfo(dsn, **secrets) if secrets else dsn
+    warned = _check_role_at_start(dsn, role, allow_privileged_role, connect_timeout_s)
+    busy = _BUSY.format(per_caller=turns.per_caller)
+
+    def privileged() -> None:
+        """The role is privileged now: refused, or warned of once when allowed."""
+        nonlocal warned
+        if not allow_privileged_role:
+            raise ToolError(_PRIVILEGED_CALL)
+        if not warned:
+            warned = True
+            _warn_privileged(role)
+
     mcp = FastMCP("postgres", mask_error_details=True)
 
     @asynccontextmanager
-    async def read_only(database: str | None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection inside a READ ONLY transaction that is always rolled back."""
+    async def read_only(
+        database: str | None, params: list[Param] | dict[str, Param] | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection inside a READ ONLY transaction that is always rolled back, once its
+        role is found not privileged (or allowed to be). No error repeats ``params``."""
         conninfo = make_conninfo(dsn, dbname=database) if database else dsn
-        await _take_turn(statement_timeout_s)
-        try:
-            with anyio.fail_after(connect_timeout_s + statement_timeout_s + DEADLINE_SLACK_S):
-                async with await psycopg.AsyncConnection.connect(
-                    conninfo, autocommit=True, connect_timeout=connect_timeout_s
-                ) as conn:
-                    for name, loader in _LOADERS.items():
-                        conn.adapters.register_loader(name, loader)
-                    cancel = conn.pgconn.get_cancel()
-                    try:
-                        await conn.set_read_only(True)
-                        async with conn.transaction(force_rollback=True):
-                            await _arm(conn, statement_timeout_s)
-                            yield conn
-                    except BaseException as exc:
-                        if conn.closed or isinstance(exc, anyio.get_cancelled_exc_class()):
-                            await _cancel_on_server(cancel)
-                        raise
-        except (psycopg.Error, TimeoutError) as exc:
-            raise _tool_error(exc, statement_timeout_s) from None
-        finally:
-            _CALLS.release()
+        async with turns.turn(statement_timeout_s, busy):
+            try:
+                with anyio.fail_after(connect_timeout_s + statement_timeout_s + DEADLINE_SLACK_S):
+                    async with await psycopg.AsyncConnection.connect(
+                        conninfo, autocommit=True, connect_timeout=connect_timeout_s
+                    ) as conn:
+                        for name, loader in _LOADERS.items():
+                            conn.adapters.register_loader(name, loader)
+                        cancel = conn.pgconn.get_cancel()
+                        try:
+                            await conn.set_read_only(True)
+                            async with conn.transaction(force_rollback=True):
+                                if await _arm(conn, statement_timeout_s, check_role=True):
+                                    privileged()
+                                yield conn
+                        except BaseException as exc:
+                            if conn.closed or isinstance(exc, anyio.get_cancelled_exc_class()):
+                                await _cancel_on_server(cancel)
+                            raise
+            except (psycopg.Error, TimeoutError) as exc:
+                values = params.values() if isinstance(params, dict) else params or ()
+                raise _tool_error(exc, statement_timeout_s, values) from None
 
     async def list_databases() -> DatabaseList:
         """The databases on this machine's PostgreSQL server, with size and encoding."""
@@ -251,7 +322,7 @@ def build_postgres_module(
     ) -> QueryResult:
         """Run one read-only SELECT (or WITH ... SELECT, VALUES, TABLE) on a PostgreSQL
         database of this machine; returns its columns and up to max_rows rows."""
-        async with read_only(database) as conn, conn.cursor(name=_CURSOR) as cursor:
+        async with read_only(database, params) as conn, conn.cursor(name=_CURSOR) as cursor:
             deadline = anyio.current_time() + statement_timeout_s
             # The caller's SQL is meant to run: the transaction around it is read-only.
             await cursor.execute(sql, params)
@@ -335,21 +406,52 @@ async def _read_within(
     return True
 
 
-async def _take_turn(wait_s: float) -> None:
-    """One of ``MAX_CALLS`` turns, waited for up to ``wait_s``. The count is the process's, not
-    an event loop's (a thread-safe semaphore, looked at every 50 ms while all are taken)."""
-    deadline = anyio.current_time() + wait_s
-    while not _CALLS.acquire(blocking=False):
-        if anyio.current_time() >= deadline:
-            raise ToolError(_BUSY)
-        await anyio.sleep(0.05)
+def _check_role_at_start(
+    dsn: str, role: str, allow_privileged_role: bool, connect_timeout_s: int
+) -> bool:
+    """Refuse a privileged role before the node serves it; a server that does not answer now
+    is checked at each call instead (a node may start before its database). Whether it warned
+    of an allowed privileged role."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=connect_timeout_s) as conn:
+            row = conn.execute(PRIVILEGED_ROLE).fetchone()
+    except psycopg.Error as exc:
+        logger.warning(
+            "postgres assignment %s: its role cannot be checked now (%s); each call checks it",
+            role,
+            _tool_error(exc, 0),
+        )
+        return False
+    if not (row and row[0]):
+        return False
+    if not allow_privileged_role:
+        raise ModuleSpecError(f"postgres assignment {role}: {_PRIVILEGED_START}")
+    _warn_privileged(role)
+    return True
 
 
-async def _arm(conn: psycopg.AsyncConnection[Any], seconds: float) -> None:
+def _warn_privileged(role: str) -> None:
+    logger.warning(
+        "DANGER: postgres assignment %s serves a privileged role (--allow-privileged-role): %s;"
+        " every caller granted its query tool can do so",
+        role,
+        _PRIVILEGED,
+    )
+
+
+async def _arm(
+    conn: psycopg.AsyncConnection[Any], seconds: float, *, check_role: bool = False
+) -> bool:
     """Set the transaction's ``statement_timeout``: each statement after this one runs under it
-    (a statement's timer starts with it, so the SQL running cannot lift its own)."""
+    (a statement's timer starts with it, so the SQL running cannot lift its own). With
+    ``check_role``, whether the connection's role is privileged, in the same round trip."""
     timeout = f"{max(1, int(seconds * 1000))}ms"
-    await conn.execute("SELECT set_config('statement_timeout', %s, true)", [timeout])
+    check = f"({PRIVILEGED_ROLE})" if check_role else "false"
+    cursor = await conn.execute(
+        f"SELECT set_config('statement_timeout', %s, true), {check}", [timeout]
+    )
+    row = await cursor.fetchone()
+    return bool(row and row[1])
 
 
 async def _cancel_on_server(cancel: PGcancel) -> None:
@@ -405,17 +507,23 @@ def _cell(value: Any) -> JsonValue:
     return str(value)  # UUIDs, network addresses, ranges
 
 
-def _tool_error(exc: Exception, statement_timeout_s: float) -> ToolError:
-    """Word the error from its SQLSTATE alone: PostgreSQL's messages quote the query, and a
-    connection error's text names the host and user."""
+def _tool_error(
+    exc: Exception, statement_timeout_s: float, params: Iterable[object] = ()
+) -> ToolError:
+    """Say what to do from the SQLSTATE, then PostgreSQL's primary message about the caller's
+    statement, bounded and with ``params`` and paths taken out; a connection error's text names
+    the host and user, and is not passed on."""
     if isinstance(exc, TimeoutError):
         return ToolError("the PostgreSQL server did not answer in time")
     if isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None:
         text = str(exc)
         if "does not exist" in text and "database" in text:
             return ToolError("no database by that name on this server; see list_databases")
-        if "authentication" in text or "pg_hba.conf" in text:
-            return ToolError("the PostgreSQL server refused the module's credentials")
+        if "authentication" in text or "pg_hba.conf" in text or "password" in text:
+            return ToolError(
+                "the PostgreSQL server refused the module's credentials (the machine's operator"
+                " gives its password as PGPASSWORD or in a PGPASSFILE)"
+            )
         return ToolError("the PostgreSQL server cannot be reached")
     state = exc.sqlstate if isinstance(exc, psycopg.Error) else None
     primary = exc.diag.message_primary if isinstance(exc, psycopg.Error) else None
@@ -427,9 +535,16 @@ def _tool_error(exc: Exception, statement_timeout_s: float) -> ToolError:
         return ToolError("send one statement per call")
     known = _SQLSTATES.get(state) or _SQLSTATES.get(state[:2])
     name = type(exc).__name__
-    return ToolError(known or f"PostgreSQL refused the query ({name}, SQLSTATE {state})")
+    text = known or f"PostgreSQL refused the query ({name}, SQLSTATE {state})"
+    if state[:2] in _WORDED_ALONE or not primary:
+        return ToolError(text)
+    return ToolError(f"{text} (PostgreSQL: {database_message(primary, hidden=params)})")
 
 
+#: SQLSTATE classes whose message is not about the caller's statement: connection (08), the
+#: module's credentials (28), the server's own state (57, XX). A system error (58: a file the
+#: statement named) is, and passes on without its path.
+_WORDED_ALONE = frozenset({"08", "28", "57", "XX"})
 _CLIENT_ERROR = (
     "the parameters do not fit the statement: use %s with a list or %(name)s with an object,"
     " and write %% for a literal % when there are parameters"

@@ -19,9 +19,11 @@ the names of the modules this grammar knows.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,10 +32,22 @@ from mesh.errors import ModuleSpecError
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
-__all__ = ["MODULES", "ModuleSpec", "build_module", "parse_module_spec"]
+__all__ = [
+    "LIBPQ_SECRETS",
+    "MODULES",
+    "ModuleOptions",
+    "ModuleSpec",
+    "build_module",
+    "parse_module_spec",
+    "take_libpq_secrets",
+]
 
 #: The module names this grammar knows, in the order help texts list them.
 MODULES = ("node", "sqlite", "postgres", "stdio")
+
+#: What libpq reads from its process's environment that is a secret: the node takes them out of
+#: its own at start and gives them to its ``postgres`` modules alone (``take_libpq_secrets``).
+LIBPQ_SECRETS = ("PGPASSWORD", "PGPASSFILE")
 
 _ROLE = re.compile(r"[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?")
 _RESERVED_ROLES = frozenset({"mesh"})
@@ -57,6 +71,22 @@ class ModuleSpec:
     def __repr__(self) -> str:
         shown = "<hidden>" if self.module == "postgres" else repr(self.argument)
         return f"ModuleSpec(module={self.module!r}, role={self.role!r}, argument={shown})"
+
+
+@dataclass(frozen=True)
+class ModuleOptions:
+    """What the node gives every module it builds, beyond its spec: its operator's choices."""
+
+    #: Serve a ``postgres`` module whose role is privileged (``--allow-privileged-role``).
+    allow_privileged_role: bool = False
+    #: The ``LIBPQ_SECRETS`` the node took from its environment, for ``postgres`` modules.
+    libpq_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+def take_libpq_secrets(environ: MutableMapping[str, str] = os.environ) -> dict[str, str]:
+    """Take ``LIBPQ_SECRETS`` out of ``environ``: libpq would read them from the process's
+    environment for any connection, and every subprocess started with it would inherit them."""
+    return {name: environ.pop(name) for name in LIBPQ_SECRETS if name in environ}
 
 
 def parse_module_spec(text: str) -> ModuleSpec:
@@ -99,7 +129,7 @@ def parse_module_spec(text: str) -> ModuleSpec:
     return ModuleSpec("stdio", name, command)
 
 
-def build_module(spec: ModuleSpec) -> FastMCP:
+def build_module(spec: ModuleSpec, options: ModuleOptions | None = None) -> FastMCP:
     """Build the FastMCP server that serves ``spec``'s assignment.
 
     Builders are imported on demand, so a node that serves no PostgreSQL never loads psycopg.
@@ -115,7 +145,13 @@ def build_module(spec: ModuleSpec) -> FastMCP:
     if spec.module == "postgres":
         from mesh.modules.postgres import build_postgres_module
 
-        return build_postgres_module(spec.argument)
+        options = options or ModuleOptions()
+        return build_postgres_module(
+            spec.argument,
+            role=spec.role,
+            environment=options.libpq_secrets,
+            allow_privileged_role=options.allow_privileged_role,
+        )
     if spec.module == "stdio":
         from mesh.modules.stdio import build_stdio_module
 

@@ -3,37 +3,41 @@
 Each configured path is a database file or a directory of them (``*.db``, ``*.sqlite``,
 ``*.sqlite3``), found once when the module is built. A database is named by its file stem; two
 files with one stem are refused at build rather than discovered later as a surprise, and the names
-go into each tool's ``database`` enum so that an agent reading ``describe`` sees its choices.
+go into each tool's ``database`` enum so that an agent reading ``describe`` sees its choices. An
+answer names a database, never its file: the node's paths are its own.
 
 ``query`` is read-only by construction rather than by parsing SQL: the file is opened with
 ``mode=ro``, ``PRAGMA query_only`` is on, and an authorizer lets a statement only read (SELECT,
 WITH, EXPLAIN, introspection PRAGMAs). ``execute`` runs one statement in its own transaction with
-ATTACH (and so ``VACUUM INTO``), transaction control and setting PRAGMAs refused. Both run in a
-worker thread under a time limit: a timer interrupts the statement at its deadline, so a runaway
-statement stops and never blocks the event loop. SQLite checks for an interrupt between its
-virtual machine's steps, and one step (a function call) can run long on long values —
-``instr`` over two long strings is quadratic — so no value may be longer than ``MAX_VALUE_BYTES``
-(``SQLITE_LIMIT_LENGTH``): that bounds one step's time and memory alike. A step that loops
-without growing a value (``printf`` with a precision of two billion: seconds) still ends late, so
-a read is answered at its deadline and its thread left to finish that step. A query's rows stop at
-``MAX_ANSWER_BYTES`` of values as well as at ``max_rows``, with ``truncated`` set. The
-``fts3_tokenizer`` function is refused: it hands out, and takes, raw pointers. Errors are worded
-from SQLite's error code alone: its messages quote the SQL, and we never repeat the SQL or its
-parameters.
+ATTACH (and so ``VACUUM INTO``), transaction control and setting PRAGMAs refused. A query's rows
+stop at ``MAX_ANSWER_BYTES`` of values as well as at ``max_rows``, with ``truncated`` set. The
+``fts3_tokenizer`` function is refused: it hands out, and takes, raw pointers.
+
+Every statement runs in a worker process under a time limit (``mesh.modules.sqlite_worker``):
+a timer there interrupts it at its deadline, and one step that runs on past the interrupt (a
+function call: ``printf`` with a precision of two billion loops for seconds, 127 times a row) is
+ended with its process ``LATE_S`` later, so the time limit bounds the CPU a statement costs the
+node, not only the wait for its answer. A write is killed so only before it commits: from then on
+it is waited for, so that the answer says whether the change was made. At most ``MAX_AT_ONCE``
+statements run at once on the node, at most ``MAX_PER_CALLER`` of them one principal's
+(``mesh.modules.turns``). An error says what to do, then passes on SQLite's own message about the
+caller's statement, bounded and without the node's file paths.
 """
 
 from __future__ import annotations
 
-import base64
 import inspect
-import math
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from functools import partial
+import time
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastmcp import FastMCP
@@ -43,27 +47,24 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import TOO_LONG_ROW, Column, RowBudget
+from mesh.modules.columns import Column
+from mesh.modules.sqlite_worker import LATE, MAX_TABLES
+from mesh.modules.turns import NODE_TURNS, Turns
 
-__all__ = ["build_sqlite_module"]
+__all__ = ["Workers", "build_sqlite_module"]
 
 SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 TIME_LIMIT_S = 5.0  # per statement, query and execute alike
-BUSY_TIMEOUT_S = 2.0  # how long a write waits for another writer's lock
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
-MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
-_POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
-MAX_READERS = 8  # reads running at once on this node, abandoned ones included
-#: The most columns a statement may name or return: with ``MAX_VALUE_BYTES``, what one row can
-#: hold before anything measures it (SQLite allows 2,000: a row of 2 GB).
-MAX_COLUMNS = 128
-#: The most tables and views ``list_tables`` names (``truncated`` past it), as PostgreSQL's.
-MAX_TABLES = 1000
-_READERS = threading.BoundedSemaphore(MAX_READERS)
-_BUSY = "this machine's SQLite reads are all busy; try again shortly"
-LATE_S = 0.5  # how long past its deadline a read's answer may wait for its interrupted step
-_LATE = "the statement ran past its time limit of {time_limit_s:g} s and was stopped"
+LATE_S = 0.5  # how long past its time limit a statement's process is let run before it is killed
+START_S = 10.0  # how long a new worker process may take to start and take its first job
+IDLE_WORKERS = 2  # worker processes kept for the next statements
+_BUSY = (
+    "this machine's SQLite statements are all busy (at most {per_caller} of one caller at once);"
+    " try again shortly"
+)
+_GONE = "the SQLite worker process of this machine stopped; try again"
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -71,19 +72,6 @@ READ_ONLY = ToolAnnotations(
 WRITES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
-
-_READS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33})
-_NEVER_IN_EXECUTE = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, 22, 32})
-# 33: SQLITE_RECURSIVE, 22: SQLITE_TRANSACTION, 32: SQLITE_SAVEPOINT
-_INTROSPECTION_PRAGMAS = {
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "database_list", "collation_list", "function_list",
-    "module_list", "pragma_list", "compile_options", "integrity_check", "quick_check",
-}  # fmt: skip
-_SETTING_PRAGMAS = {  # may be read, never set
-    "application_id", "auto_vacuum", "data_version", "encoding", "freelist_count", "journal_mode",
-    "page_count", "page_size", "schema_version", "user_version",
-}  # fmt: skip
 
 Scalar = str | int | float | bool | None
 Params = list[Scalar] | dict[str, Scalar]
@@ -93,12 +81,10 @@ ParamsArg = Annotated[
     Params | None,
     Field(description="Values for '?' placeholders (a list) or ':name' placeholders (an object)."),
 ]
-T = TypeVar("T")
 
 
 class DatabaseEntry(BaseModel):
     name: str
-    path: str
     size_bytes: int
 
 
@@ -167,46 +153,44 @@ class ExecuteResult(BaseModel):
     lastrowid: int | None = Field(description="The rowid of the row inserted, if any.")
 
 
-def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIMIT_S) -> FastMCP:
-    """The ``sqlite`` module's server over the databases found at ``paths``."""
+def build_sqlite_module(
+    paths: Sequence[Path],
+    *,
+    time_limit_s: float = TIME_LIMIT_S,
+    turns: Turns = NODE_TURNS,
+    workers: Workers | None = None,
+) -> FastMCP:
+    """The ``sqlite`` module's server over the databases found at ``paths``; ``turns`` and
+    ``workers`` are the node's unless given."""
     databases = _discover(paths)
+    workers = workers or NODE_WORKERS
+    busy = _BUSY.format(per_caller=turns.per_caller)
     mcp = FastMCP("sqlite", mask_error_details=True)
 
-    async def run(database: str, work: Callable[[Path], T], *, reads: bool = True) -> T:
-        """Run ``work`` in a worker thread. A read is answered at its deadline even when one
-        long step (``printf('%.*c', 2e9, 'a')``) keeps its thread busy past the interrupt: the
-        thread ends with that step, and nothing it does then is anyone's answer. A write is
-        waited for, so that the answer says whether it was committed."""
+    async def run(database: str, op: str, *, writes: bool = False, **job: Any) -> Any:
+        """Run one job in a worker process, as one of the caller's turns."""
         if database not in databases:
             raise ToolError("no SQLite database by that name on this machine; see list_databases")
-        try:
-            if not reads:
-                return await anyio.to_thread.run_sync(work, databases[database])
-            with anyio.move_on_after(time_limit_s + LATE_S):
-                return await anyio.to_thread.run_sync(
-                    work, databases[database], abandon_on_cancel=True
-                )
-        except sqlite3.Error as exc:
-            raise _tool_error(exc, time_limit_s) from None
-        raise ToolError(_LATE.format(time_limit_s=time_limit_s))
+        job |= {"op": op, "path": str(databases[database]), "time_limit_s": time_limit_s}
+        async with turns.turn(time_limit_s, busy):
+            # never abandoned: the exchange ends by itself, at the latest LATE_S past the limit
+            return await anyio.to_thread.run_sync(workers.run, job, time_limit_s, writes)
 
     def list_databases() -> DatabaseList:
         """The SQLite databases on this machine, by name; start here to query or describe one."""
-        entries = [
-            DatabaseEntry(name=n, path=str(p), size_bytes=_size(p)) for n, p in databases.items()
-        ]
+        entries = [DatabaseEntry(name=n, size_bytes=_size(p)) for n, p in databases.items()]
         return DatabaseList(databases=entries)
 
     async def list_tables(database: DatabaseArg) -> TableList:
         """The tables and views of one SQLite database on this machine."""
-        rows, truncated = await run(database, partial(_read, time_limit_s, _list_tables))
+        rows, truncated = await run(database, "list_tables")
         tables = [TableEntry(name=n, type=t) for n, t in rows]
         return TableList(database=database, tables=tables, truncated=truncated)
 
     async def describe_table(database: DatabaseArg, table: str) -> TableDescription:
         """Columns (type, NOT NULL, default, primary key), indexes and foreign keys of a table
         or view in a SQLite database of this machine; read it before writing a query."""
-        found = await run(database, partial(_read, time_limit_s, partial(_describe, table)))
+        found = await run(database, "describe_table", table=table)
         if found is None:
             raise ToolError("no table or view by that name in that database; see list_tables")
         return TableDescription(database=database, table=table, **found)
@@ -219,8 +203,8 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
     ) -> QueryResult:
         """Run one read-only SQL statement (SELECT, WITH, EXPLAIN) on a SQLite database of
         this machine; returns its columns and up to max_rows rows. Writes are refused."""
-        work = partial(_query, sql, params or (), max_rows)
-        columns, rows, truncated = await run(database, partial(_read, time_limit_s, work))
+        answer = await run(database, "query", sql=sql, params=params, max_rows=max_rows)
+        columns, rows, truncated = answer
         return QueryResult(columns=columns, rows=rows, truncated=truncated)
 
     async def execute(
@@ -228,7 +212,8 @@ def build_sqlite_module(paths: Sequence[Path], *, time_limit_s: float = TIME_LIM
     ) -> ExecuteResult:
         """Change a SQLite database of this machine with one statement (INSERT, UPDATE, DELETE,
         CREATE, ALTER, DROP), committed on success and rolled back on any error."""
-        return await run(database, partial(_execute, time_limit_s, sql, params or ()), reads=False)
+        answer = await run(database, "execute", writes=True, sql=sql, params=params)
+        return ExecuteResult(**answer)
 
     for fn, title, hints in (
         (list_databases, "List SQLite databases", READ_ONLY),
@@ -273,232 +258,124 @@ def _size(path: Path) -> int:
         return 0
 
 
-@contextmanager
-def _connect(
-    path: Path, mode: Literal["ro", "rw"], time_limit_s: float
-) -> Iterator[sqlite3.Connection]:
-    """A connection whose statements are interrupted ``time_limit_s`` from now, closed after."""
-    uri = f"{path.as_uri()}?mode={mode}"
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    open_ = threading.Lock()  # held by the interrupt, so that it never meets a closed connection
+class Workers:
+    """The worker processes statements run in: one statement at a time each, started when none
+    is idle, at most ``idle`` kept for the next, and killed at a statement's deadline."""
 
-    def interrupt() -> None:
-        with open_:
-            if not closed:
-                conn.interrupt()
+    def __init__(self, idle: int = IDLE_WORKERS) -> None:
+        self._idle: list[_Worker] = []
+        self._most_idle = idle
+        self._lock = threading.Lock()
 
-    closed = False
-    deadline = threading.Timer(time_limit_s, interrupt)
-    deadline.start()
-    try:
-        # The column and length limits hold for the CREATE statements SQLite parses when it
-        # reads the schema too: read it first, or one table of more columns (SQLite allows
-        # 2,000) made the whole database "corrupt" to every statement, and one statement
-        # longer than a value made every statement's value "too long".
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()
-        conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        yield conn
-    finally:
-        deadline.cancel()
-        with open_:
-            closed = True
-            conn.close()
-
-
-def _read(time_limit_s: float, work: Callable[[sqlite3.Connection], T], path: Path) -> T:
-    """``work`` on a read-only connection, as one of at most ``MAX_READERS`` at a time: a read
-    answered at its deadline leaves its thread to finish a long step, outside anyio's count."""
-    if not _READERS.acquire(timeout=time_limit_s):
-        raise ToolError(_BUSY)
-    try:
-        with _connect(path, "ro", time_limit_s) as conn:
-            conn.execute("PRAGMA query_only = ON")
-            conn.set_authorizer(_authorize_read)
-            return work(conn)
-    finally:
-        _READERS.release()
-
-
-def _list_tables(
-    conn: sqlite3.Connection,
-) -> tuple[list[tuple[str, Literal["table", "view"]]], bool]:
-    """At most ``MAX_TABLES`` names, and no more than the answer's budget holds: a name may be
-    as long as a value (1 MiB); whether more matched."""
-    cursor = conn.execute(
-        "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"
-        " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT ?",
-        (MAX_TABLES + 1,),
-    )
-    tables: list[tuple[str, Literal["table", "view"]]] = []
-    budget = RowBudget()
-    for name, kind in cursor:
-        if len(tables) == MAX_TABLES or budget.past([name]) or not budget.admits([name]):
-            return tables, True
-        tables.append((name, kind))
-    return tables, False
-
-
-def _describe(table: str, conn: sqlite3.Connection) -> dict[str, Any] | None:
-    """The table's columns, indexes and foreign keys, in that order, no more than the answer's
-    budget holds: index names (a caller with ``execute`` makes as many as it likes) and a view's
-    columns may each be as long as a value (1 MiB)."""
-    sql = "SELECT type FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?"
-    kind = conn.execute(sql, (table,)).fetchone()
-    if kind is None:
-        return None
-    budget = RowBudget()
-    described: dict[str, Any] = {"type": kind[0], "columns": [], "indexes": [], "foreign_keys": []}
-    for n, t, nn, d, pk in conn.execute(
-        'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?)', (table,)
-    ):
-        column = Column(name=n, type=t, notnull=bool(nn), default=d, pk=pk)
-        if not budget.admits([column]):
-            return {**described, "truncated": True}
-        described["columns"].append(column)
-    for n, u, o, p in conn.execute(
-        'SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name', (table,)
-    ):
-        if budget.past([n]):  # before its columns are read
-            return {**described, "truncated": True}
-        sql = "SELECT name FROM pragma_index_info(?) ORDER BY seqno"
-        columns = [c for (c,) in conn.execute(sql, (n,))]
-        index = Index(name=n, unique=bool(u), origin=o, partial=bool(p), columns=columns)
-        if not budget.admits([index]):
-            return {**described, "truncated": True}
-        described["indexes"].append(index)
-    keys: dict[int, ForeignKey] = {}
-    sql = 'SELECT id, "table", "from", "to", on_update, on_delete FROM pragma_foreign_key_list(?)'
-    for key_id, parent, source, target, on_update, on_delete in conn.execute(
-        sql + " ORDER BY id, seq", (table,)
-    ):
-        key = keys.setdefault(
-            key_id,
-            ForeignKey(
-                columns=[], table=parent, references=[], on_update=on_update, on_delete=on_delete
-            ),
-        )
-        key.columns.append(source)
-        key.references.append(target)
-    for key in keys.values():  # all of them within the CREATE TABLE, a value's 1 MiB
-        if not budget.admits([key]):
-            return {**described, "truncated": True}
-        described["foreign_keys"].append(key)
-    return described
-
-
-def _query(
-    sql: str, params: Params | tuple[()], max_rows: int, conn: sqlite3.Connection
-) -> tuple[list[str], list[list[Any]], bool]:
-    cursor = conn.execute(sql, params)
-    columns = [d[0] for d in cursor.description or ()]
-    rows: list[list[Any]] = []
-    budget = RowBudget()
-    for row in cursor:
-        if len(rows) == max_rows:
-            return columns, rows, True
-        if budget.past(row):
-            if not rows:
-                raise ToolError(TOO_LONG_ROW)
-            return columns, rows, True
-        cells = [_cell(v) for v in row]
-        if not budget.admits(cells):
-            if not rows:
-                raise ToolError(TOO_LONG_ROW)
-            return columns, rows, True
-        rows.append(cells)
-    return columns, rows, False
-
-
-def _execute(
-    time_limit_s: float, sql: str, params: Params | tuple[()], path: Path
-) -> ExecuteResult:
-    with _connect(path, "rw", time_limit_s) as conn:
-        conn.execute("BEGIN IMMEDIATE")
+    def run(self, job: dict[str, Any], time_limit_s: float, writes: bool) -> Any:
+        """The job's result, or a ``ToolError`` with its message; blocks (run it in a thread)."""
+        dead: list[_Worker] = []  # ended while idle (killed from outside)
+        with self._lock:
+            while self._idle and not self._idle[-1].alive():
+                dead.append(self._idle.pop())
+            worker = self._idle.pop() if self._idle else None
+        for gone in dead:
+            gone.close()
+        worker = worker or _Worker()
         try:
-            conn.set_authorizer(_authorize_write)
-            before = conn.total_changes
-            cursor = conn.execute(sql, params)
-            for (
-                _row
-            ) in cursor:  # RETURNING rows: stepped to the end (the change is whole), kept not
-                continue
-            changed = conn.total_changes - before
-            conn.set_authorizer(None)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.set_authorizer(None)
-            conn.rollback()
+            answer = worker.exchange(job, time_limit_s + LATE_S)
+        except BaseException:  # the worker is gone, or this thread is being stopped
+            worker.kill()
+            if writes:
+                _recover(Path(job["path"]))
             raise
-        # Python counts a statement's changes by its first word: "WITH … INSERT" is counted here
-        rowcount = cursor.rowcount if cursor.rowcount != -1 else (changed or -1)
-        return ExecuteResult(rowcount=rowcount, lastrowid=cursor.lastrowid or None)
+        if answer is None:
+            worker.kill()
+            if writes:
+                _recover(Path(job["path"]))
+                raise ToolError(LATE.format(time_limit_s=time_limit_s) + "; nothing was changed")
+            raise ToolError(LATE.format(time_limit_s=time_limit_s))
+        with self._lock:
+            if len(self._idle) < self._most_idle:
+                self._idle.append(worker)
+                worker = None
+        if worker is not None:
+            worker.close()
+        if "error" in answer:
+            raise ToolError(str(answer["error"]))
+        return answer["ok"]
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
 
 
-def _authorize_read(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
-    allowed = (
-        (action in _READS and not _pointer_function(action, arg2))
-        or (action == sqlite3.SQLITE_PRAGMA and _pragma_allowed(arg1, arg2))
-        # Asked while SQLite prepares a pragma table such as pragma_table_info(...); the file is
-        # open read-only with query_only on, so nothing can be written whatever we answer.
-        or (action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master")
-    )
-    return sqlite3.SQLITE_OK if allowed else sqlite3.SQLITE_DENY
+class _Worker:
+    """One ``python -I -m mesh.modules.sqlite_worker``, with no environment but the node's pid."""
+
+    def __init__(self) -> None:
+        jobs_in, self._jobs = os.pipe()
+        self._answers, answers_out = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-m", "mesh.modules.sqlite_worker"],
+                stdin=jobs_in,
+                stdout=answers_out,
+                env={"MESHNAV_NODE_PID": str(os.getpid())},
+                close_fds=True,
+            )
+        finally:
+            os.close(jobs_in)
+            os.close(answers_out)
+        self.jobs = Connection(self._jobs, readable=False)
+        self.answers = Connection(self._answers, writable=False)
+
+    def exchange(self, job: dict[str, Any], deadline_s: float) -> dict[str, Any] | None:
+        """The job's answer, or None when it was not given within ``deadline_s`` of the worker
+        taking the job and had not begun to commit. ``ToolError`` when the worker is gone."""
+        try:
+            self.jobs.send_bytes(json.dumps(job).encode())
+            if not self.answers.poll(START_S):
+                return None
+            self.answers.recv_bytes()  # started
+            end: float | None = time.monotonic() + deadline_s
+            while True:
+                if end is not None and not self.answers.poll(max(0.0, end - time.monotonic())):
+                    return None
+                answer: dict[str, Any] = json.loads(self.answers.recv_bytes())
+                if not answer.get("committing"):
+                    return answer
+                end = None  # a commit is waited for: it is short, and the answer says it
+        except (EOFError, OSError):
+            raise ToolError(_GONE) from None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.close()
+
+    def close(self) -> None:
+        """Close the worker's stdin, which ends it, and reap it (killed, it ends at once)."""
+        self.jobs.close()
+        self.answers.close()
+        try:
+            self.process.wait(timeout=START_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
-def _authorize_write(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
-    refused = (
-        action in _NEVER_IN_EXECUTE
-        or (action == sqlite3.SQLITE_PRAGMA and not _pragma_allowed(arg1, arg2))
-        or _pointer_function(action, arg2)
-    )
-    return sqlite3.SQLITE_DENY if refused else sqlite3.SQLITE_OK
+def _recover(path: Path) -> None:
+    """Roll back what a killed write left in the database's journal: a read-only connection
+    cannot, and would answer every read with an error until the next write."""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=2.0)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        pass  # the next statement on it says what is wrong
 
 
-def _pointer_function(action: int, name: str | None) -> bool:
-    return action == sqlite3.SQLITE_FUNCTION and (name or "").lower() in _POINTER_FUNCTIONS
-
-
-def _pragma_allowed(name: str | None, value: str | None) -> bool:
-    return name in _INTROSPECTION_PRAGMAS or (name in _SETTING_PRAGMAS and value is None)
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return Blob(base64=base64.b64encode(value).decode("ascii"))
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # JSON has no infinities
-    return value
-
-
-def _tool_error(exc: sqlite3.Error, time_limit_s: float) -> ToolError:
-    """Word the error from SQLite's error code alone: its message quotes the SQL."""
-    name = getattr(exc, "sqlite_errorname", None) or ""
-    base = name.split("_")[1] if "_" in name else ""  # SQLITE_CONSTRAINT_UNIQUE: CONSTRAINT
-    if isinstance(exc, sqlite3.ProgrammingError):
-        text = "send one statement, with one parameter per placeholder ('?' or ':name')"
-    elif base == "CONSTRAINT":
-        kind = name.removeprefix("SQLITE_CONSTRAINT").lstrip("_").replace("KEY", " KEY")
-        text = f"the statement breaks a {kind or 'table'} constraint; nothing was changed"
-    elif base == "INTERRUPT":
-        text = _LATE.format(time_limit_s=time_limit_s)
-    elif str(exc).startswith("too many columns"):  # SQLite's own words, quoting nothing
-        text = f"a statement may name at most {MAX_COLUMNS} columns; select fewer"
-    else:
-        text = _ERRORS.get(base, f"SQLite refused the statement ({name or 'unknown error'})")
-    return ToolError(text)
-
-
-_ERRORS = {
-    "AUTH": "statement refused: query only reads (SELECT, WITH, EXPLAIN, introspection PRAGMAs);"
-    " execute refuses ATTACH, VACUUM INTO, transaction control, setting PRAGMAs and"
-    " fts3_tokenizer",
-    "BUSY": "the database is locked by another writer; try again",
-    "LOCKED": "the database is locked by another writer; try again",
-    "READONLY": "the database file is read-only to this node",
-    "CANTOPEN": "the database file cannot be opened",
-    "NOTADB": "the file is not a SQLite database",
-    "CORRUPT": "the database file is corrupt",
-    "TOOBIG": f"a value is longer than this module's limit of {MAX_VALUE_BYTES >> 20} MiB",
-    "ERROR": "SQLite could not run the statement: check its syntax and the names it uses",
-}
+#: The node's worker processes, shared by every sqlite assignment and seat it serves.
+NODE_WORKERS = Workers()

@@ -200,10 +200,11 @@ async def test_postgres_module_on_two_servers_returns_each_servers_databases(
     try:
         postgres_server.execute("CREATE DATABASE orders_east")
         second.execute("CREATE DATABASE billing_west")
-        await anyio.to_thread.run_sync(
-            lambda: mesh.start_node("pg1", [f"postgres:{postgres_server.dsn()}"])
-        )
-        await anyio.to_thread.run_sync(lambda: mesh.start_node("pg2", [f"postgres:{second.dsn()}"]))
+        for server in (postgres_server, second):  # a module refuses a superuser (issue 26)
+            server.execute("CREATE ROLE e2e_reader LOGIN")
+        one_dsn, two_dsn = (s.dsn(user="e2e_reader") for s in (postgres_server, second))
+        await anyio.to_thread.run_sync(lambda: mesh.start_node("pg1", [f"postgres:{one_dsn}"]))
+        await anyio.to_thread.run_sync(lambda: mesh.start_node("pg2", [f"postgres:{two_dsn}"]))
         async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
             one = await client.call_tool_mcp("call", {"address": "pg1/postgres/list_databases"})
             two = await client.call_tool_mcp("call", {"address": "pg2/postgres/list_databases"})

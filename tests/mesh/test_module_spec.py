@@ -126,7 +126,8 @@ def test_build_module_serves_each_module(tmp_path: Path) -> None:
     for name, text in specs.items():
         server = build_module(parse_module_spec(text))
         assert isinstance(server, FastMCP)
-        assert server.name == name  # nothing started: postgres and stdio connect on first use
+        assert server.name == name  # nothing started: stdio starts on first use, and a postgres
+        # server that does not answer is checked at each call
 
 
 def test_sqlite_spec_with_a_missing_path_is_refused(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from mesh.errors import ModuleSpecError
-from mesh.modules.columns import MAX_ANSWER_BYTES
+from mesh.modules.answers import MAX_ANSWER_BYTES, MAX_MESSAGE_CHARS
 from mesh.modules.sqlite import build_sqlite_module
+from mesh.modules.turns import Turns
 from tests.harness import loop_ticks_during
 
 MARKER = "zq_marker_9731"  # put into SQL and parameters; must never come back in an error
@@ -88,10 +89,24 @@ def count(path: Path, table: str) -> int:
     return int(n)
 
 
-async def test_databases_are_named_by_file_stem(client: Client[Any]) -> None:
-    listed = (await ok(client, "list_databases"))["databases"]
+async def test_databases_are_named_by_file_stem(client: Client[Any], tmp_path: Path) -> None:
+    answer = await ok(client, "list_databases")
+    listed = answer["databases"]
     assert [db["name"] for db in listed] == ["metrics", "shop", "audit"]
     assert all(db["size_bytes"] > 0 for db in listed)
+    # issue 26: names only, never where the node keeps its files
+    assert all(set(db) == {"name", "size_bytes"} for db in listed)
+    assert str(tmp_path) not in json.dumps(answer)
+
+
+@pytest.mark.parametrize("sql", ["PRAGMA database_list", "SELECT file FROM pragma_database_list"])
+async def test_no_statement_answers_where_the_file_is(
+    client: Client[Any], tmp_path: Path, sql: str
+) -> None:
+    """Issue 26: ``database_list`` answered the file's absolute path."""
+    for tool in ("query", "execute"):
+        text = await refused(client, tool, database="shop", sql=sql)
+        assert "statement refused" in text and str(tmp_path) not in text
 
 
 async def test_database_argument_lists_its_choices(client: Client[Any]) -> None:
@@ -228,11 +243,32 @@ async def test_query_takes_one_statement(client: Client[Any]) -> None:
     assert "one statement" in text
 
 
-async def test_errors_never_repeat_the_sql_or_its_parameters(client: Client[Any]) -> None:
-    await refused(client, "query", database="shop", sql=f"SELEC {MARKER}")
-    await refused(client, "query", database="shop", sql=f"SELECT * FROM {MARKER}")
+async def test_errors_pass_on_sqlites_message_about_the_statement(client: Client[Any]) -> None:
+    """Issue 29: the message names what SQLite could not read (the caller's own statement on
+    the caller's own machine), after what to do; bounded in length."""
+    text = await refused(client, "query", database="shop", sql="SELECT * FROM nosuchtable")
+    assert "check its syntax and the names it uses" in text
+    assert "(SQLite: no such table: nosuchtable)" in text
+    text = await refused(client, "query", database="shop", sql="SELEC 1")
+    assert 'near "SELEC": syntax error' in text
+    text = await refused(
+        client, "execute", database="shop", sql="INSERT INTO nosuchtable VALUES (1)"
+    )
+    assert "no such table: nosuchtable" in text
+    long_name = "t" + "x" * 5000
+    text = await refused(client, "query", database="shop", sql=f"SELECT * FROM {long_name}")
+    said = text.partition("(SQLite: ")[2]
+    assert 0 < len(said) <= MAX_MESSAGE_CHARS + 1
+    assert said.endswith("\u2026)")
+
+
+async def test_errors_never_repeat_the_parameters(client: Client[Any]) -> None:
     await refused(client, "query", database="shop", sql="SELECT ?, ?", params=[MARKER])
-    await refused(client, "execute", database="shop", sql=f"INSERT INTO {MARKER} VALUES (1)")
+    text = await refused(
+        client, "execute", database="shop", sql="INSERT INTO customers (id, name) VALUES (1, ?)",
+        params=[MARKER],
+    )  # fmt: skip
+    assert "PRIMARY KEY constraint" in text
 
 
 async def test_a_runaway_query_stops_at_the_time_limit(client: Client[Any]) -> None:
@@ -356,21 +392,31 @@ async def test_execute_has_the_time_limit_too(client: Client[Any], data_dir: Pat
     assert count(data_dir / "shop.db", "customers") == 3
 
 
-async def test_reads_running_at_once_are_bounded(client: Client[Any]) -> None:
-    """A read answered at its deadline leaves its thread to finish its step, outside anyio's
-    count of threads: the module's own bound keeps such threads from piling up."""
-    from mesh.modules import sqlite as module
-
-    # reads other tests left to finish a long step give their slots back within seconds
-    held = [module._READERS.acquire(timeout=30) for _ in range(module.MAX_READERS)]
-    try:
-        assert all(held)
+async def test_statements_running_at_once_are_bounded(data_dir: Path) -> None:
+    """A caller whose turns are all taken waits up to the time limit for one, then hears that
+    the machine is busy; a turn given back is taken at once."""
+    turns = Turns(total=8, per_caller=2)
+    async with Client(build_sqlite_module([data_dir], time_limit_s=0.3, turns=turns)) as client:
+        assert turns.try_take("") and turns.try_take("")  # the in-memory client's caller
         text = await refused(client, "query", database="shop", sql=f"SELECT '{MARKER}'")
-        assert "busy" in text
-    finally:
-        for _ in held:
-            module._READERS.release()
-    assert (await ok(client, "query", database="shop", sql="SELECT 1"))["rows"] == [[1]]
+        assert "busy" in text and "at most 2 of one caller" in text
+        turns.give_back("")
+        assert (await ok(client, "query", database="shop", sql="SELECT 1"))["rows"] == [[1]]
+        assert turns.held("") == 1
+
+
+async def test_a_write_stopped_in_a_long_step_changes_nothing_and_leaves_reads_working(
+    data_dir: Path,
+) -> None:
+    """A write whose one step runs past the time limit is killed with its worker before it
+    commits; the journal it left is rolled back, so reads go on."""
+    async with Client(build_sqlite_module([data_dir], time_limit_s=0.5)) as client:
+        spin = "length(printf('%.*c', 2147483647, 'a'))"
+        sql = f"INSERT INTO customers (name) SELECT 'x' || max({', '.join([spin] * 20)})"
+        text = await refused(client, "execute", database="shop", sql=sql)
+        assert "time limit" in text and "nothing was changed" in text
+        answer = await ok(client, "query", database="shop", sql="SELECT count(*) FROM customers")
+        assert answer["rows"] == [[3]]
 
 
 async def test_a_row_is_bounded_before_it_is_built(client: Client[Any]) -> None:
