@@ -40,10 +40,12 @@ navigator_app = typer.Typer(
 node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
 principal_app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
 grant_app = typer.Typer(help="Who may call what.", no_args_is_help=True)
+seat_app = typer.Typer(help="Where each mesh seat is served.", no_args_is_help=True)
 app.add_typer(navigator_app, name="navigator")
 app.add_typer(node_app, name="node")
 app.add_typer(principal_app, name="principal")
 app.add_typer(grant_app, name="grant")
+app.add_typer(seat_app, name="seat")
 
 
 class SeveralValues(TyperCommand):
@@ -391,6 +393,24 @@ def principal_revoke(
         emit({"principal": name, "revoked": True}, True)
     else:
         console.print(f"principal {name} revoked", markup=False, highlight=False)
+
+
+@seat_app.command("place")
+def seat_place(
+    seat: str,
+    machine: str,
+    role: str,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Place a mesh seat on MACHINE's ROLE (moving it if held): the only place a node serves it."""
+    placed = run(_access(navigator, token, database).place_seat(seat, machine, role), as_json)
+    if as_json:
+        emit(placed, True)
+    else:
+        console.print(f"{placed['seat']} placed on {machine}/{role}", markup=False)
 
 
 def _grant(

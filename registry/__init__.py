@@ -22,7 +22,7 @@ from registry.catalog import (
     ToolRecord,
 )
 from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
-from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
+from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
 
 __all__ = [
     "HEAD_REVISION",
@@ -41,7 +41,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
-    "SeatTaken",
+    "SeatNotPlaced",
     "TokenHolder",
     "ToolRecord",
     "migrate",

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, selectinload
 
-from registry.errors import Conflict, NotFound, SeatTaken
+from registry.errors import Conflict, NotFound, SeatNotPlaced
 from registry.models import (
     Assignment,
     CatalogChange,
@@ -382,15 +382,16 @@ class CatalogStore:
         tools, keeps operators' confirmation marks, and restores it when it was retired.
 
         A node registering (``by_node``) neither brings back a machine an operator retired nor
-        takes a seat another machine holds: both are operators' acts (``Conflict``)."""
+        serves a seat where no operator placed it: both are operators' acts (``Conflict``,
+        ``SeatNotPlaced``)."""
         self._write()
         owner = self.session.execute(
             select(Machine).where(Machine.name == machine)
         ).scalar_one_or_none()
         if by_node and owner is not None and owner.retired_at is not None:
             raise Conflict("The machine was retired by an operator.")
-        if by_node and seat is not None and self._seat_taken(seat, machine):
-            raise SeatTaken()
+        if by_node and seat is not None and not self._seat_placed(seat, machine, role):
+            raise SeatNotPlaced()
         if owner is None:
             owner = Machine(name=machine)
             self.session.add(owner)
@@ -464,25 +465,39 @@ class CatalogStore:
 
     def place_seat(self, name: str, machine: str, role: str) -> None:
         """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held).
-        A retired assignment, or one of a retired machine, is refused (``Conflict``): moving the
-        seat retires its live instance, and the seat was left with none."""
+        An assignment not registered yet is placed ahead of its node: it is added, with no tools,
+        for the node's registration of the seat to fill (the machine too, when new). A retired
+        assignment, or one of a retired machine, is refused (``Conflict``): moving the seat
+        retires its live instance, and the seat was left with none."""
         self._write()
-        assignment = self._assignment(machine, role)
+        try:
+            assignment = self._assignment(machine, role)
+        except NotFound:
+            owner = self.session.execute(
+                select(Machine).where(Machine.name == machine)
+            ).scalar_one_or_none()
+            if owner is None:
+                owner = Machine(name=machine)
+                self.session.add(owner)
+            assignment = Assignment(machine=owner, role=role, module=role, tools=[])
+            self.session.add(assignment)
+            self.session.flush()
         if assignment.retired_at is not None or assignment.machine.retired_at is not None:
             raise Conflict("The assignment is retired: register it again, then place the seat.")
         self._place_seat(name, assignment)
         self.log_change(machine)
 
-    def _seat_taken(self, name: str, machine: str) -> bool:
-        """Whether the mesh seat ``name`` is held by a live assignment of another live machine."""
-        holder = self.session.execute(
-            select(Machine.name)
+    def _seat_placed(self, name: str, machine: str, role: str) -> bool:
+        """Whether an operator placed the mesh seat ``name`` on ``machine``'s assignment ``role``
+        (the only place a node may serve it from: SPEC §6, ADR 0032)."""
+        placed = self.session.execute(
+            select(Machine.name, Assignment.role)
             .select_from(Seat)
             .join(Assignment, Seat.assignment_id == Assignment.id)
             .join(Machine, Assignment.machine_id == Machine.id)
-            .where(Seat.name == name, Assignment.retired_at.is_(None), Machine.retired_at.is_(None))
-        ).scalar_one_or_none()
-        return holder is not None and holder != machine
+            .where(Seat.name == name)
+        ).one_or_none()
+        return placed is not None and tuple(placed) == (machine, role)
 
     def seats(self) -> dict[str, tuple[str, str] | None]:
         rows = self.session.execute(
