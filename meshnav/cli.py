@@ -188,6 +188,14 @@ def navigator_serve(
             help="CA bundle (PEM) trusted for https nodes, beside the system's.",
         ),
     ] = None,
+    endpoint_networks: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint-networks",
+            envvar="MESHNAV_ENDPOINT_NETWORKS",
+            help="Networks endpoints and nodes may be in (default 0.0.0.0/0,::/0).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -199,6 +207,7 @@ def navigator_serve(
         "call_deadline_s": call_deadline,
         "heartbeat_s": heartbeat,
         "node_ca": node_ca,
+        "endpoint_networks": endpoint_networks,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 

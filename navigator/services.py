@@ -55,7 +55,9 @@ class Services:
     def create(cls, settings: NavigatorSettings) -> Services:
         registry = Registry(settings.database_url)
         catalog = Catalog(registry)
-        connections = NodeConnections(verify=settings.node_trust())
+        connections = NodeConnections(
+            verify=settings.node_trust(), destinations=settings.destinations()
+        )
         return cls(
             settings=settings,
             registry=registry,

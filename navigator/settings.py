@@ -8,6 +8,7 @@ from pydantic import SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
+from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
 
 __all__ = ["NavigatorSettings"]
 
@@ -36,6 +37,10 @@ class NavigatorSettings(ListeningSettings):
     #: A CA bundle (PEM) trusted for ``https`` node URLs beside the system's: nodes serving TLS
     #: with a certificate of a private CA, or one they signed themselves.
     node_ca: str | None = None
+    #: The networks endpoints and nodes' advertised URLs may be in, checked when a URL is stored
+    #: and on the address each connection reaches (ADR 0032); link-local and metadata addresses
+    #: never are.
+    endpoint_networks: str = ANY_NETWORK
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
@@ -52,6 +57,17 @@ class NavigatorSettings(ListeningSettings):
                 self.node_trust()
             except (OSError, ValueError):  # ssl.SSLError is an OSError
                 raise ValueError("MESHNAV_NODE_CA is not a readable PEM CA bundle") from None
+        return self
+
+    def destinations(self) -> Destinations:
+        """Where the navigator may connect: ``endpoint_networks``, and not to itself."""
+        return Destinations(
+            networks=parse_networks(self.endpoint_networks), own=(self.host, self.port)
+        )
+
+    @model_validator(mode="after")
+    def _networks_read(self) -> NavigatorSettings:
+        parse_networks(self.endpoint_networks)  # its ValueError names the setting
         return self
 
     @model_validator(mode="after")
