@@ -196,6 +196,30 @@ def navigator_serve(
             help="Networks endpoints and nodes may be in (default 0.0.0.0/0,::/0).",
         ),
     ] = None,
+    node_max_assignments: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_MAX_ASSIGNMENTS",
+            min=1,
+            help="Assignments a node's machine may hold, retired ones counted (64).",
+        ),
+    ] = None,
+    node_max_tools: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_MAX_TOOLS",
+            min=1,
+            help="Tools a node's machine may hold, retired ones counted (16384).",
+        ),
+    ] = None,
+    retired_retention_days: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_RETIRED_RETENTION_DAYS",
+            min=0.0,
+            help="Days a retired assignment is kept before it is pruned (7).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -208,6 +232,9 @@ def navigator_serve(
         "heartbeat_s": heartbeat,
         "node_ca": node_ca,
         "endpoint_networks": endpoint_networks,
+        "node_max_assignments": node_max_assignments,
+        "node_max_tools": node_max_tools,
+        "retired_retention_days": retired_retention_days,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 

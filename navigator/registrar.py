@@ -24,6 +24,7 @@ from mesh.digests import contract_digest
 from navigator.addresses import check_placement, is_machine_name, is_name, is_tool_name
 from navigator.catalog import Catalog
 from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
+from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS
 from navigator.nodes import NodeConnections
 from navigator.validation.json_values import measure
 from registry import (
@@ -140,10 +141,15 @@ class Registrar:
         registry: Registry,
         catalog: Catalog,
         connections: NodeConnections,
+        *,
+        node_max_assignments: int = NODE_MAX_ASSIGNMENTS,
+        node_max_tools: int = NODE_MAX_TOOLS,
     ) -> None:
         self.registry = registry
         self.catalog = catalog
         self.connections = connections
+        #: What a node's machine may hold, retired assignments counted (``CatalogStore.hold_to``).
+        self._node_bounds = {"assignments": node_max_assignments, "tools": node_max_tools}
         #: Held by one of this navigator's catalogue changes from its connection to its commit.
         self._turn = anyio.Lock()
 
@@ -218,6 +224,7 @@ class Registrar:
                         )
                     ):
                         store.retire_assignment(machine, existing.role)
+                store.hold_to(machine, **self._node_bounds)
                 return key
 
         key = await self._changed(write)
@@ -248,6 +255,8 @@ class Registrar:
         def write() -> None:
             with self.registry.transaction() as session:
                 _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
+                if by_node:
+                    CatalogStore(session).hold_to(machine, **self._node_bounds)
                 if grant_scope_holders:
                     AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 

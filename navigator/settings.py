@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ssl
 
-from pydantic import SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
 from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
+from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS, RETIRED_KEPT_DAYS
 
 __all__ = ["NavigatorSettings"]
 
@@ -41,6 +42,11 @@ class NavigatorSettings(ListeningSettings):
     #: and on the address each connection reaches (ADR 0032); link-local and metadata addresses
     #: never are.
     endpoint_networks: str = ANY_NETWORK
+    #: The most assignments and tools a node's machine may hold, retired ones counted until
+    #: pruned; and the days a retired assignment is kept before it is pruned (ADR 0032).
+    node_max_assignments: int = Field(default=NODE_MAX_ASSIGNMENTS, ge=1)
+    node_max_tools: int = Field(default=NODE_MAX_TOOLS, ge=1)
+    retired_retention_days: float = Field(default=RETIRED_KEPT_DAYS, ge=0)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
