@@ -539,16 +539,9 @@ class CatalogStore:
         self._write()
         try:
             assignment = self._assignment(machine, role)
-        except NotFound:
-            owner = self.session.execute(
-                select(Machine).where(Machine.name == machine)
-            ).scalar_one_or_none()
-            if owner is None:
-                owner = Machine(name=machine)
-                self.session.add(owner)
-            assignment = Assignment(machine=owner, role=role, module=role, tools=[])
-            self.session.add(assignment)
-            self.session.flush()
+        except NotFound:  # an operator's registration of it, with no tools
+            self.put_assignment(machine, role, module=role, tools=[])
+            assignment = self._assignment(machine, role)
         if assignment.retired_at is not None or assignment.machine.retired_at is not None:
             raise Conflict("The assignment is retired: register it again, then place the seat.")
         self._place_seat(name, assignment)

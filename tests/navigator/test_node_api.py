@@ -129,6 +129,14 @@ async def node_principal(services: Any, machine: str) -> str:
     return token
 
 
+async def place_seat(client: httpx.AsyncClient, token: str, seat: str, machine: str) -> None:
+    """An operator places ``seat`` on ``machine``'s role of the same name."""
+    placed = await client.put(
+        f"/api/v1/seats/{seat}", json={"machine": machine, "role": seat}, headers=bearer(token)
+    )
+    assert placed.status_code == 200, placed.text
+
+
 def body_of_notes() -> dict[str, Any]:
     return {"role": "notes", "module": "sqlite", "tools": [TOOL]}
 
@@ -137,12 +145,7 @@ async def test_a_node_registering_a_seat_another_machine_holds_keeps_the_rest(
     tmp_path: Path,
 ) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
-        placed = await client.put(
-            "/api/v1/seats/notes",
-            json={"machine": "web1", "role": "notes"},
-            headers=bearer(tokens["root"]),
-        )
-        assert placed.status_code == 200, placed.text
+        await place_seat(client, tokens["root"], "notes", "web1")
         holder = await client.post(
             "/api/v1/nodes/register",
             json=registration("web1", "http://10.0.0.1:7801", seat="notes"),

@@ -10,7 +10,13 @@ from pathlib import Path
 
 from registry import CatalogStore
 from registry.errors import SEAT_NOT_PLACED
-from tests.navigator.test_node_api import bearer, navigator, node_principal, registration
+from tests.navigator.test_node_api import (
+    bearer,
+    navigator,
+    node_principal,
+    place_seat,
+    registration,
+)
 
 
 async def test_a_node_claiming_a_free_seat_is_refused_and_told_the_next_step(
@@ -42,11 +48,7 @@ async def test_an_operator_places_the_seat_ahead_of_its_node_which_then_serves_i
     tmp_path: Path,
 ) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
-        placed = await client.put(
-            "/api/v1/seats/backup",
-            json={"machine": "web1", "role": "backup"},
-            headers=bearer(tokens["root"]),
-        )
+        await place_seat(client, tokens["root"], "backup", "web1")
         # placing added the machine: its node's principal is made for it (SPEC §6)
         web1 = await node_principal(services, "web1")
         body = registration("web1", "http://10.0.0.1:7801", seat="backup")
@@ -58,7 +60,6 @@ async def test_an_operator_places_the_seat_ahead_of_its_node_which_then_serves_i
             "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-b"])
         )
         seats = await services.transact(lambda session: CatalogStore(session).seats())
-    assert placed.status_code == 200, placed.text
     assert served.status_code == 200, served.text
     assert served.json()["registered"] == ["mesh/backup/lookup"]
     assert served.json()["refused"] == []
