@@ -78,6 +78,7 @@ NEVER: tuple[IPNetwork, ...] = tuple(
 )
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
 _DOTTED_QUAD = re.compile(
     r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
     r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\Z"
@@ -98,6 +99,10 @@ _NOT_CANONICAL = (
 _NEVER_REACHED = (
     "The URL's address is one the navigator never connects to (link-local, cloud metadata,"
     " multicast, unspecified or reserved)."
+)
+_UNSPECIFIED = (
+    "The URL's address is a listen-all one, no address to connect to: give the one the"
+    " navigator reaches the server at (a node's --advertise URL)."
 )
 _OUTSIDE = (
     f"The URL's address is outside the networks the navigator may connect to; an operator allows"
@@ -176,6 +181,8 @@ class Destinations:
     def refusal(self, address: IPAddress) -> str | None:
         """Why ``address`` may not be connected to, or ``None`` when it may."""
         judged = [address, *filter(None, [_embedded(address)])]
+        if any(a.is_unspecified or a in _THIS_NETWORK for a in judged):
+            return _UNSPECIFIED
         if any(a in n for a in judged for n in NEVER if a.version == n.version):
             return _NEVER_REACHED
         reached = judged[-1]

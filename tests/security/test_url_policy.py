@@ -48,7 +48,8 @@ REFUSED = [
     pytest.param("http://[fd00:ec2::254]/latest", "never connects", id="metadata-v6"),
     pytest.param("http://[fe80::1]:7801/mcp", "never connects", id="link-local-v6"),
     pytest.param("http://[::ffff:169.254.169.254]/", "never connects", id="mapped"),
-    pytest.param("http://0.0.0.0:7801/mcp", "never connects", id="unspecified"),
+    pytest.param("http://0.0.0.0:7801/mcp", "--advertise", id="unspecified"),
+    pytest.param("http://[::]:7801/mcp", "--advertise", id="unspecified-v6"),
 ]
 
 
