@@ -7,6 +7,7 @@
 # It makes, directly in the registry (the way the first administrator is made, SPEC §7):
 #   admin       scope mesh:admin, allowed */*/* — the operator's token (MESHNAV_ADMIN_TOKEN)
 #   node-db1    scope mesh:node, bound to machine db1 (DB1_NODE_TOKEN); node-db2 and node-web1 alike
+#   mesh/notes  the mesh seat, placed on web1's role notes (web1 serves it with --seat)
 # writes the tokens into .env (mode 0600; each is shown nowhere else), and seeds web1's notes.
 # A principal that exists already gets a new token (principal rotate), so a second run repairs a
 # first one that stopped half way; the tokens it replaces stop working.
@@ -58,6 +59,9 @@ for value in "$admin" "$db1" "$db2" "$web1"; do
         exit 1
     fi
 done
+# web1 serves the mesh seat notes (compose.yaml): a node serves a seat only where an operator
+# placed it (docs/adr/0032-what-registers-and-where-the-navigator-connects.md)
+meshnav seat place notes web1 notes >/dev/null
 set_var MESHNAV_ADMIN_TOKEN "$admin"
 set_var DB1_NODE_TOKEN "$db1"
 set_var DB2_NODE_TOKEN "$db2"

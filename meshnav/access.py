@@ -7,9 +7,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from sqlalchemy.orm import Session
+
 from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
-from navigator.addresses import parse_pattern
+from navigator.addresses import MESH, check_placement, parse_pattern
 from navigator.api.access import (
     GRANT_ID_MOST,
     GrantBody,
@@ -29,7 +31,14 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, GrantRecord, Registry, RegistryError, ready_revision
+from registry import (
+    AccessStore,
+    CatalogStore,
+    GrantRecord,
+    Registry,
+    RegistryError,
+    ready_revision,
+)
 
 T = TypeVar("T")
 B = TypeVar("B", bound=Body)
@@ -63,11 +72,14 @@ class Access:
     def _direct(self, work: Callable[[AccessStore], T], *, writes: bool = True) -> T:
         """``work`` on the registry itself, its errors worded as the admin API words them; in a
         read transaction when it only reads (``writes=False``)."""
+        return self._in_registry(lambda session: work(AccessStore(session)), writes=writes)
+
+    def _in_registry(self, work: Callable[[Session], T], *, writes: bool = True) -> T:
         registry = self._registry()
         try:
             begin = registry.transaction if writes else registry.read_transaction
             with begin() as session:
-                return work(AccessStore(session))
+                return work(session)
         except RegistryError as error:
             raise _command_error(from_registry(error)) from None
         except NavigatorError as error:
@@ -119,6 +131,20 @@ class Access:
             await self._api("DELETE", f"/principals/{_named(name)}")
             return
         self._direct(lambda store: store.revoke_principal(name))
+
+    # --- seats -----------------------------------------------------------------------------
+
+    async def place_seat(self, seat: str, machine: str, role: str) -> dict[str, Any]:
+        """Place a mesh seat (``Registrar.place_seat``, ``PUT /api/v1/seats/SEAT``)."""
+        try:
+            check_placement(seat, machine, role)
+        except InvalidAddress as error:  # as the API refuses it (a seat is one path segment)
+            raise _command_error(error) from None
+        if self.navigator_url:
+            body = {"machine": machine, "role": role}
+            return dict(await self._api("PUT", f"/seats/{seat}", body))
+        self._in_registry(lambda session: CatalogStore(session).place_seat(seat, machine, role))
+        return {"seat": f"{MESH}/{seat}", "machine": machine, "role": role}
 
     # --- grants ----------------------------------------------------------------------------
 

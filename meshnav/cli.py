@@ -40,10 +40,12 @@ navigator_app = typer.Typer(
 node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
 principal_app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
 grant_app = typer.Typer(help="Who may call what.", no_args_is_help=True)
+seat_app = typer.Typer(help="Where each mesh seat is served.", no_args_is_help=True)
 app.add_typer(navigator_app, name="navigator")
 app.add_typer(node_app, name="node")
 app.add_typer(principal_app, name="principal")
 app.add_typer(grant_app, name="grant")
+app.add_typer(seat_app, name="seat")
 
 
 class SeveralValues(TyperCommand):
@@ -186,6 +188,38 @@ def navigator_serve(
             help="CA bundle (PEM) trusted for https nodes, beside the system's.",
         ),
     ] = None,
+    endpoint_networks: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint-networks",
+            envvar="MESHNAV_ENDPOINT_NETWORKS",
+            help="Networks endpoints and nodes may be in (default 0.0.0.0/0,::/0).",
+        ),
+    ] = None,
+    node_max_assignments: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_MAX_ASSIGNMENTS",
+            min=1,
+            help="Assignments a node's machine may hold, retired ones counted (64).",
+        ),
+    ] = None,
+    node_max_tools: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_MAX_TOOLS",
+            min=1,
+            help="Tools a node's machine may hold, retired ones counted (16384).",
+        ),
+    ] = None,
+    retired_retention_days: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_RETIRED_RETENTION_DAYS",
+            min=0.0,
+            help="Days a retired assignment is kept before it is pruned (7).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -197,6 +231,10 @@ def navigator_serve(
         "call_deadline_s": call_deadline,
         "heartbeat_s": heartbeat,
         "node_ca": node_ca,
+        "endpoint_networks": endpoint_networks,
+        "node_max_assignments": node_max_assignments,
+        "node_max_tools": node_max_tools,
+        "retired_retention_days": retired_retention_days,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
@@ -401,6 +439,24 @@ def principal_revoke(
         emit({"principal": name, "revoked": True}, True)
     else:
         console.print(f"principal {name} revoked", markup=False, highlight=False)
+
+
+@seat_app.command("place")
+def seat_place(
+    seat: str,
+    machine: str,
+    role: str,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Place a mesh seat on MACHINE's ROLE (moving it if held): the only place a node serves it."""
+    placed = run(_access(navigator, token, database).place_seat(seat, machine, role), as_json)
+    if as_json:
+        emit(placed, True)
+    else:
+        console.print(f"{placed['seat']} placed on {machine}/{role}", markup=False)
 
 
 def _grant(

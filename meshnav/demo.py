@@ -32,7 +32,7 @@ from navigator.app import build_app
 from navigator.catalog import Catalog
 from navigator.settings import NavigatorSettings
 from navigator.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
-from registry import AccessStore, Conflict, NotFound, Registry, migrate
+from registry import AccessStore, CatalogStore, Conflict, NotFound, Registry, migrate
 
 __all__ = ["run_demo"]
 
@@ -96,6 +96,13 @@ def _token_for(store: AccessStore, name: str, scopes: list[str], machine: str | 
     return token
 
 
+def _place(store: CatalogStore, seat: str, machine: str) -> None:
+    """The demo's seat on its machine's role of the same name, unless an operator has since
+    moved it or retired where it was (this registry's operator decides then)."""
+    if store.seats().get(seat) is None:
+        store.place_seat(seat, machine, seat)
+
+
 def _prepare(database_url: str) -> tuple[str, dict[str, str]]:
     migrate(database_url)
     registry = Registry(database_url)
@@ -106,6 +113,9 @@ def _prepare(database_url: str) -> tuple[str, dict[str, str]]:
             nodes = {m: _token_for(store, f"node-{m}", [NODE_SCOPE], m) for m in MACHINES}
             if not any(g.principal == DEMO_PRINCIPAL for g in store.grants(DEMO_PRINCIPAL)):
                 store.grant(DEMO_PRINCIPAL, "*/*/*", effect="allow")
+            for machine, seats in SEATS.items():  # where a node serves a seat: an operator's act
+                for seat in seats:
+                    _place(CatalogStore(session), seat.partition("=")[0], machine)
     finally:
         registry.dispose()
     return demo, nodes

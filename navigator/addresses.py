@@ -18,6 +18,7 @@ __all__ = [
     "MESH",
     "Address",
     "Pattern",
+    "check_placement",
     "is_name",
     "is_tool_name",
     "parse_address",
@@ -45,6 +46,15 @@ def is_tool_name(text: str) -> bool:
 
 def is_machine_name(text: str) -> bool:
     return is_name(text) and text != MESH
+
+
+def check_placement(seat: str, machine: str, role: str) -> None:
+    """A mesh seat's placement on ``machine``'s ``role`` in the grammar: placing a seat adds
+    the assignment when it is new, so every name must be one an address can hold."""
+    if not is_name(seat):
+        raise InvalidAddress("The seat name is not valid.")
+    if not is_machine_name(machine) or not is_name(role):
+        raise InvalidAddress("The machine or role name is not valid.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx2
 
+from navigator.destinations import Destinations
 from navigator.numbers import whole_number
 
 __all__ = ["AnswerTooLarge", "Budget", "CodedAnswer", "bounded_client", "passed_limit"]
@@ -157,11 +158,15 @@ def bounded_client(
     limit: int,
     budget: Budget | None = None,
     limits: httpx2.Limits = _POOL,
+    destinations: Destinations | None = None,
     **kwargs: Any,
 ) -> httpx2.AsyncClient:
     """An ``AsyncClient`` (``kwargs`` as the SDK's factories receive them) whose bodies are
-    bounded as this module says; the environment's proxies and certificates are not read."""
+    bounded as this module says, and which connects only where ``destinations`` allows (the
+    default policy when none is given); the environment's proxies and certificates are not
+    read."""
     budget = Budget() if budget is None else budget
-    inner = httpx2.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+    policy = Destinations() if destinations is None else destinations
+    inner = policy.transport(verify=verify, limits=limits)
     kwargs["trust_env"] = False
     return httpx2.AsyncClient(transport=_BoundedTransport(inner, limit, budget), **kwargs)

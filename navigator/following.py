@@ -62,11 +62,18 @@ async def _listen(url: str, woken: list[anyio.Event]) -> None:
 
 
 async def _prune(services: Services) -> None:
-    """Forget the change log's entries older than ``CHANGES_KEPT`` (every navigator does; the
-    second finds nothing left to do)."""
-    older_than = datetime.now(UTC) - CHANGES_KEPT
+    """Forget the assignments retired longer than ``retired_retention_days`` ago (logged, so
+    that every view lets them go), then the change log's entries older than ``CHANGES_KEPT``
+    (every navigator does; the second finds nothing left to do)."""
+    now = datetime.now(UTC)
+    kept = timedelta(days=services.settings.retired_retention_days)
+    retired = await services.transact(
+        lambda session: CatalogStore(session).prune_retired(now - kept)
+    )
+    if retired:
+        logger.info("pruned %d retired assignments", retired)
     removed = await services.transact(
-        lambda session: CatalogStore(session).prune_changes(older_than)
+        lambda session: CatalogStore(session).prune_changes(now - CHANGES_KEPT)
     )
     if removed:
         logger.info("pruned %d catalogue changes older than an hour", removed)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LIMITS", "Limits"]
+__all__ = ["LIMITS", "NODE_MAX_ASSIGNMENTS", "NODE_MAX_TOOLS", "RETIRED_KEPT_DAYS", "Limits"]
+
+# What one node may keep in the registry (ADR 0032), the defaults of their settings: its
+# machine's assignments and tools, retired ones counted until they are pruned, and how long a
+# retired assignment is kept (its tools and operators' marks with it) before it is pruned.
+NODE_MAX_ASSIGNMENTS = 64
+NODE_MAX_TOOLS = 16384
+RETIRED_KEPT_DAYS = 7.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ from pydantic_core import from_json
 from mesh.calltokens import META_KEY
 from navigator.answers import ERROR_META_KEY
 from navigator.bounded import AnswerTooLarge, bounded_client, passed_limit
+from navigator.destinations import Destinations
 from navigator.errors import (
     NavigatorError,
     NodeAnswerTooLarge,
@@ -357,7 +358,11 @@ async def _call_tool(
 class NodeConnections:
     """Long-lived clients keyed by endpoint URL."""
 
-    def __init__(self, *, verify: ssl.SSLContext | bool = True) -> None:
+    def __init__(
+        self, *, verify: ssl.SSLContext | bool = True, destinations: Destinations | None = None
+    ) -> None:
+        #: Where a node's client may connect (ADR 0032): the policy its URLs were checked by.
+        self.destinations = Destinations() if destinations is None else destinations
         self._clients: dict[str, Client[StreamableHttpTransport]] = {}
         #: Each client's own HTTP connection pool, as its transport made it.
         self._pools: dict[str, httpx2.AsyncClient] = {}
@@ -387,6 +392,7 @@ class NodeConnections:
             verify=self._verify,
             limit=_READ_LIMIT,
             limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
+            destinations=self.destinations,
             **kwargs,
         )
 

@@ -21,9 +21,10 @@ import anyio
 import anyio.to_thread
 
 from mesh.digests import contract_digest
-from navigator.addresses import is_machine_name, is_name, is_tool_name
+from navigator.addresses import check_placement, is_machine_name, is_name, is_tool_name
 from navigator.catalog import Catalog
 from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
+from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS
 from navigator.nodes import NodeConnections
 from navigator.validation.json_values import measure
 from registry import (
@@ -34,7 +35,7 @@ from registry import (
     NotFound,
     Registry,
     RegistryUnavailable,
-    SeatTaken,
+    SeatNotPlaced,
 )
 from registry.database import STATEMENT_TIMEOUT_S
 
@@ -140,10 +141,15 @@ class Registrar:
         registry: Registry,
         catalog: Catalog,
         connections: NodeConnections,
+        *,
+        node_max_assignments: int = NODE_MAX_ASSIGNMENTS,
+        node_max_tools: int = NODE_MAX_TOOLS,
     ) -> None:
         self.registry = registry
         self.catalog = catalog
         self.connections = connections
+        #: What a node's machine may hold, retired assignments counted (``CatalogStore.hold_to``).
+        self._node_bounds = {"assignments": node_max_assignments, "tools": node_max_tools}
         #: Held by one of this navigator's catalogue changes from its connection to its commit.
         self._turn = anyio.Lock()
 
@@ -186,10 +192,10 @@ class Registrar:
             holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
             prepared.append((spec, _new_tools(spec, result, holder)))
 
-        taken: list[str] = []  # seats another machine holds: refused, the rest registered
+        unplaced: list[str] = []  # seats no operator placed here: refused, the rest registered
 
         def write() -> bytes:
-            taken.clear()
+            unplaced.clear()
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
                 store = CatalogStore(session)
@@ -204,8 +210,8 @@ class Registrar:
                 for spec, tools in prepared:
                     try:  # the check comes before any write of the assignment
                         _write(store, machine, spec, tools, by_node=True)
-                    except SeatTaken:
-                        taken.append(str(spec.seat))
+                    except SeatNotPlaced:
+                        unplaced.append(str(spec.seat))
                         continue
                     served.add(spec.role)
                 for existing in store.assignments(machine=machine):
@@ -218,15 +224,14 @@ class Registrar:
                         )
                     ):
                         store.retire_assignment(machine, existing.role)
+                store.hold_to(machine, **self._node_bounds)
                 return key
 
         key = await self._changed(write)
-        for seat in taken:
+        for seat in unplaced:
             prefix = f"mesh/{seat}/"
             result.registered = [a for a in result.registered if not a.startswith(prefix)]
-            result.refused.append(
-                {"name": f"mesh/{seat}", "reason": "another machine holds the seat"}
-            )
+            result.refused.append({"name": f"mesh/{seat}", "reason": str(SeatNotPlaced())})
         await self.connections.forget(advertise_url.rstrip("/") + "/")
         await self.catalog.catch_up_after_write()
         logger.info("node %s registered %d tools", machine, len(result.registered))
@@ -241,7 +246,7 @@ class Registrar:
         by_node: bool = False,
     ) -> RegistrationResult:
         """Register one assignment: an operator's, or a node's whose tool list changed
-        (``by_node``: a retired machine or a seat another machine holds is a ``Conflict``)."""
+        (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``)."""
         _check_names(machine, spec)
         result = RegistrationResult()
         holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
@@ -250,6 +255,8 @@ class Registrar:
         def write() -> None:
             with self.registry.transaction() as session:
                 _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
+                if by_node:
+                    CatalogStore(session).hold_to(machine, **self._node_bounds)
                 if grant_scope_holders:
                     AccessStore(session).grant_scope_holders(f"{holder}/*", spec.scopes)
 
@@ -313,8 +320,8 @@ class Registrar:
         await self.catalog.catch_up_after_write()
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
-        if not is_name(seat):
-            raise InvalidAddress("The seat name is not valid.")
+        """An operator places a mesh seat: the one place a node may serve it from (ADR 0032)."""
+        check_placement(seat, machine, role)
 
         def write() -> None:
             with self.registry.transaction() as session:

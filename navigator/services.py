@@ -55,7 +55,9 @@ class Services:
     def create(cls, settings: NavigatorSettings) -> Services:
         registry = Registry(settings.database_url)
         catalog = Catalog(registry)
-        connections = NodeConnections(verify=settings.node_trust())
+        connections = NodeConnections(
+            verify=settings.node_trust(), destinations=settings.destinations()
+        )
         return cls(
             settings=settings,
             registry=registry,
@@ -68,7 +70,13 @@ class Services:
                 deadline_s=settings.call_deadline_s,
                 cursor_ttl_s=settings.cursor_ttl_s,
             ),
-            registrar=Registrar(registry, catalog, connections),
+            registrar=Registrar(
+                registry,
+                catalog,
+                connections,
+                node_max_assignments=settings.node_max_assignments,
+                node_max_tools=settings.node_max_tools,
+            ),
             authenticator=Authenticator(registry, jwt_verifier(settings)),
         )
 

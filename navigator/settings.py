@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ssl
 
-from pydantic import PositiveFloat, SecretStr, model_validator
+from pydantic import Field, PositiveFloat, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
+from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
+from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS, RETIRED_KEPT_DAYS
 
 __all__ = ["NavigatorSettings"]
 
@@ -40,6 +42,15 @@ class NavigatorSettings(ListeningSettings):
     #: A CA bundle (PEM) trusted for ``https`` node URLs beside the system's: nodes serving TLS
     #: with a certificate of a private CA, or one they signed themselves.
     node_ca: str | None = None
+    #: The networks endpoints and nodes' advertised URLs may be in, checked when a URL is stored
+    #: and on the address each connection reaches (ADR 0032); link-local and metadata addresses
+    #: never are.
+    endpoint_networks: str = ANY_NETWORK
+    #: The most assignments and tools a node's machine may hold, retired ones counted until
+    #: pruned; and the days a retired assignment is kept before it is pruned (ADR 0032).
+    node_max_assignments: int = Field(default=NODE_MAX_ASSIGNMENTS, ge=1)
+    node_max_tools: int = Field(default=NODE_MAX_TOOLS, ge=1)
+    retired_retention_days: float = Field(default=RETIRED_KEPT_DAYS, ge=0)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
@@ -56,6 +67,17 @@ class NavigatorSettings(ListeningSettings):
                 self.node_trust()
             except (OSError, ValueError):  # ssl.SSLError is an OSError
                 raise ValueError("MESHNAV_NODE_CA is not a readable PEM CA bundle") from None
+        return self
+
+    def destinations(self) -> Destinations:
+        """Where the navigator may connect: ``endpoint_networks``, and not to itself."""
+        return Destinations(
+            networks=parse_networks(self.endpoint_networks), own=(self.host, self.port)
+        )
+
+    @model_validator(mode="after")
+    def _networks_read(self) -> NavigatorSettings:
+        parse_networks(self.endpoint_networks)  # its ValueError names the setting
         return self
 
     @model_validator(mode="after")

@@ -10,7 +10,8 @@ import anyio
 import httpx2
 
 from navigator.bounded import Budget, bounded_client
-from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
+from navigator.destinations import REFUSED_AT_CONNECT, DestinationRefused, Destinations, caused_by
+from navigator.errors import InvalidArguments, NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
 
 __all__ = ["pull_tools"]
@@ -29,11 +30,14 @@ PULL_TOTAL_BYTES = 2 * PULL_ANSWER_BYTES
 _SSE_PASSED = f"exceeded the {PULL_ANSWER_BYTES} byte limit"
 
 
-async def pull_tools(endpoint: str, verify: ssl.SSLContext | bool = True) -> list[dict[str, Any]]:
+async def pull_tools(
+    endpoint: str, verify: ssl.SSLContext | bool = True, destinations: Destinations | None = None
+) -> list[dict[str, Any]]:
     """The server's tools as JSON; ``node_unavailable`` or ``node_timeout`` when it fails,
-    ``node_answer_too_large`` when it says more than a pull reads. ``verify`` is what its
-    certificate is checked against: the nodes' trust (``NavigatorSettings.node_trust``), since
-    its calls will be made with it too."""
+    ``node_answer_too_large`` when it says more than a pull reads, ``invalid_arguments`` when
+    its host resolves only to addresses ``destinations`` refuses. ``verify`` is what its
+    certificate is checked against and ``destinations`` where it may connect: the nodes' own
+    (``NodeConnections``), since its calls will be made with them too."""
     from fastmcp import Client  # imported when first used: ~0.4 s a navigator's start skips
     from fastmcp.client.transports import StreamableHttpTransport
 
@@ -41,7 +45,13 @@ async def pull_tools(endpoint: str, verify: ssl.SSLContext | bool = True) -> lis
 
     def factory(**kwargs: Any) -> httpx2.AsyncClient:
         kwargs.setdefault("timeout", httpx2.Timeout(PULL_TIMEOUT_S))
-        return bounded_client(verify=verify, limit=PULL_ANSWER_BYTES, budget=budget, **kwargs)
+        return bounded_client(
+            verify=verify,
+            limit=PULL_ANSWER_BYTES,
+            budget=budget,
+            destinations=destinations,
+            **kwargs,
+        )
 
     transport = StreamableHttpTransport(
         endpoint,
@@ -59,6 +69,8 @@ async def pull_tools(endpoint: str, verify: ssl.SSLContext | bool = True) -> lis
     ) as error:  # any failure to reach or read it; its text may hold the URL's secrets
         if budget.passed or _SSE_PASSED in str(error):
             raise NodeAnswerTooLarge("The server's tool listing exceeded the size limit.") from None
+        if caused_by(error, DestinationRefused):
+            raise InvalidArguments(REFUSED_AT_CONNECT, extra={"pointer": "/endpoint"}) from None
         logger.info("pulling tools failed: %s", type(error).__name__)
         raise NodeUnavailable("The server at that endpoint could not be read.") from None
     return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]

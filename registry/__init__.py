@@ -22,7 +22,7 @@ from registry.catalog import (
     ToolRecord,
 )
 from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
-from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
+from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
 from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read_console_session
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
-    "SeatTaken",
+    "SeatNotPlaced",
     "SessionRecord",
     "SessionRules",
     "TokenHolder",

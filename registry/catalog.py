@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, selectinload
 
-from registry.errors import Conflict, NotFound, SeatTaken
+from registry.errors import Conflict, NotFound, SeatNotPlaced
 from registry.models import (
     Assignment,
     CatalogChange,
@@ -382,15 +382,16 @@ class CatalogStore:
         tools, keeps operators' confirmation marks, and restores it when it was retired.
 
         A node registering (``by_node``) neither brings back a machine an operator retired nor
-        takes a seat another machine holds: both are operators' acts (``Conflict``)."""
+        serves a seat where no operator placed it: both are operators' acts (``Conflict``,
+        ``SeatNotPlaced``)."""
         self._write()
         owner = self.session.execute(
             select(Machine).where(Machine.name == machine)
         ).scalar_one_or_none()
         if by_node and owner is not None and owner.retired_at is not None:
             raise Conflict("The machine was retired by an operator.")
-        if by_node and seat is not None and self._seat_taken(seat, machine):
-            raise SeatTaken()
+        if by_node and seat is not None and not self._seat_placed(seat, machine, role):
+            raise SeatNotPlaced()
         if owner is None:
             owner = Machine(name=machine)
             self.session.add(owner)
@@ -430,6 +431,73 @@ class CatalogStore:
         assignment.retired_at = utcnow()
         self.log_change(machine)
 
+    def hold_to(self, machine: str, *, assignments: int, tools: int) -> None:
+        """Keep ``machine`` within ``assignments`` assignments and ``tools`` tools, retired ones
+        counted until they are pruned: a node renaming its roles left a retired row for each
+        name, and its tools with it, without end. Room is made by dropping the machine's
+        longest-retired assignments (never one a seat is placed on: that is an operator's
+        record); past a bound with its live ones alone, ``Conflict``."""
+        self.session.flush()
+        rows = self.session.execute(
+            select(Assignment.id, Assignment.retired_at, func.count(Tool.id), Seat.id)
+            .join(Machine, Assignment.machine_id == Machine.id)
+            .outerjoin(Tool, Tool.assignment_id == Assignment.id)
+            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
+            .where(Machine.name == machine)
+            .group_by(Assignment.id, Assignment.retired_at, Seat.id)
+        ).all()
+        held, count = len(rows), sum(int(row[2]) for row in rows)
+        dropped: list[int] = []
+        retired = sorted(
+            (at, assignment_id, tool_count)
+            for assignment_id, at, tool_count, seat in rows
+            if at is not None and seat is None
+        )
+        for _, assignment_id, tool_count in retired:
+            if held <= assignments and count <= tools:
+                break
+            dropped.append(assignment_id)
+            held, count = held - 1, count - int(tool_count)
+        if held > assignments or count > tools:
+            raise Conflict(
+                f"The machine would serve more than {assignments} assignments or {tools} tools,"
+                " the bound on what one node registers; an operator raises"
+                " MESHNAV_NODE_MAX_ASSIGNMENTS or MESHNAV_NODE_MAX_TOOLS, or the node serves fewer."
+            )
+        if dropped:
+            for assignment_id in dropped:
+                self.session.delete(self.session.get_one(Assignment, assignment_id))
+            self.session.flush()
+            self.log_change(machine)
+
+    def prune_retired(self, older_than: datetime) -> int:
+        """Forget the assignments retired before ``older_than``, their tools with them (never one
+        a seat is placed on). Each machine they belonged to is logged as changed, so that every
+        navigator's view reads it again and lets them go. Returns how many assignments went.
+
+        The catalogue writers' lock is taken only when there is something to prune, and what
+        goes is read again under it."""
+        due = (
+            select(Assignment.id, Machine.name)
+            .join(Machine, Assignment.machine_id == Machine.id)
+            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
+            .where(Assignment.retired_at < older_than, Seat.id.is_(None))
+        )
+        if self.session.execute(due.limit(1)).first() is None:
+            return 0
+        self._write()
+        rows = self.session.execute(due).all()
+        if not rows:
+            return 0
+        ids = [int(assignment_id) for assignment_id, _ in rows]
+        for start in range(0, len(ids), 500):  # bound the statement's parameters
+            chunk = ids[start : start + 500]
+            self.session.execute(delete(Tool).where(Tool.assignment_id.in_(chunk)))
+            self.session.execute(delete(Assignment).where(Assignment.id.in_(chunk)))
+        for machine in sorted({str(name) for _, name in rows}):
+            self.log_change(machine)
+        return len(ids)
+
     def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
         self._write()
         assignment = self._assignment(machine, role)
@@ -464,25 +532,32 @@ class CatalogStore:
 
     def place_seat(self, name: str, machine: str, role: str) -> None:
         """Place the mesh seat ``name`` on ``machine``'s assignment ``role`` (moving it if held).
-        A retired assignment, or one of a retired machine, is refused (``Conflict``): moving the
-        seat retires its live instance, and the seat was left with none."""
+        An assignment not registered yet is placed ahead of its node: it is added, with no tools,
+        for the node's registration of the seat to fill (the machine too, when new). A retired
+        assignment, or one of a retired machine, is refused (``Conflict``): moving the seat
+        retires its live instance, and the seat was left with none."""
         self._write()
-        assignment = self._assignment(machine, role)
+        try:
+            assignment = self._assignment(machine, role)
+        except NotFound:  # an operator's registration of it, with no tools
+            self.put_assignment(machine, role, module=role, tools=[])
+            assignment = self._assignment(machine, role)
         if assignment.retired_at is not None or assignment.machine.retired_at is not None:
             raise Conflict("The assignment is retired: register it again, then place the seat.")
         self._place_seat(name, assignment)
         self.log_change(machine)
 
-    def _seat_taken(self, name: str, machine: str) -> bool:
-        """Whether the mesh seat ``name`` is held by a live assignment of another live machine."""
-        holder = self.session.execute(
-            select(Machine.name)
+    def _seat_placed(self, name: str, machine: str, role: str) -> bool:
+        """Whether an operator placed the mesh seat ``name`` on ``machine``'s assignment ``role``
+        (the only place a node may serve it from: SPEC §6, ADR 0032)."""
+        placed = self.session.execute(
+            select(Machine.name, Assignment.role)
             .select_from(Seat)
             .join(Assignment, Seat.assignment_id == Assignment.id)
             .join(Machine, Assignment.machine_id == Machine.id)
-            .where(Seat.name == name, Assignment.retired_at.is_(None), Machine.retired_at.is_(None))
-        ).scalar_one_or_none()
-        return holder is not None and holder != machine
+            .where(Seat.name == name)
+        ).one_or_none()
+        return placed is not None and tuple(placed) == (machine, role)
 
     def seats(self) -> dict[str, tuple[str, str] | None]:
         rows = self.session.execute(

@@ -5,7 +5,7 @@
     ├── NotFound                  no such machine, assignment, seat, principal or grant
     └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
         │                         node principal registering another machine)
-        └── SeatTaken             a node registering a mesh seat another live machine holds
+        └── SeatNotPlaced         a node registering a mesh seat no operator placed on it
 
 Storage exceptions are translated in one place (`registry.database.translate_errors`) and chained
 with ``from``; their text never becomes a message, since it may hold queries or values.
@@ -13,7 +13,7 @@ with ``from``; their text never becomes a message, since it may hold queries or 
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable", "SeatTaken"]
+__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable", "SeatNotPlaced"]
 
 
 class RegistryError(Exception):
@@ -33,9 +33,16 @@ class Conflict(RegistryError):
     """The change contradicts what the registry holds."""
 
 
-class SeatTaken(Conflict):
-    """A node may not take a mesh seat another live machine holds: moving it is an operator's
-    act (ADR 0003)."""
+class SeatNotPlaced(Conflict):
+    """A node serves a mesh seat only where an operator placed it: placing and moving a seat are
+    operators' acts (ADR 0003, ADR 0032)."""
 
     def __init__(self) -> None:
-        super().__init__("Another machine holds that seat; an operator moves it.")
+        super().__init__(SEAT_NOT_PLACED)
+
+
+#: Why a node's claim of a seat is refused, and the next step.
+SEAT_NOT_PLACED = (
+    "No operator placed the seat on this machine's role; an operator places it"
+    " (meshnav seat place SEAT MACHINE ROLE, or PUT /api/v1/seats/SEAT)."
+)

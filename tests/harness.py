@@ -181,9 +181,11 @@ class MeshHarness:
         token: str | None = None,
         wait: bool = True,
     ) -> NodeProcess:  # type: ignore[assignment]
-        if token is None:
+        if token is None:  # a seat placed ahead of the node makes its machine an operator's
             token = self.principal(
-                f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}", ["mesh:node"]
+                f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}",
+                ["mesh:node"],
+                machine=name if seats else None,
             )
         port = port or free_port()
         arguments = [
@@ -200,6 +202,7 @@ class MeshHarness:
             arguments += ["--module", module]
         for seat in seats:
             arguments += ["--seat", seat]
+            self.place_seat(seat.partition("=")[0], name)
         process = self._spawn(arguments, f"node-{name}.log", {"MESHNAV_TOKEN": token})
         node = NodeProcess(name=name, port=port, arguments=arguments, process=process)
         node.token = token  # type: ignore[attr-defined]
@@ -207,6 +210,14 @@ class MeshHarness:
         if wait:
             self.wait_registered(name, process)
         return node
+
+    def place_seat(self, seat: str, machine: str) -> None:
+        """The operator's act a node's ``--seat`` needs first: the seat placed on the machine's
+        role of the same name (ADR 0032)."""
+        from registry import CatalogStore
+
+        with self.registry.transaction() as session:
+            CatalogStore(session).place_seat(seat, machine, seat)
 
     def wait_registered(
         self, name: str, process: subprocess.Popen[bytes] | None = None, since: float | None = None

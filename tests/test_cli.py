@@ -100,6 +100,17 @@ def test_principals_and_grants_on_the_registry_print_json(invoke: Any) -> None:
     assert listed["alice"]["revoked"] is True
 
 
+def test_a_seat_is_placed_on_the_registry_directly_and_a_bad_name_refused(invoke: Any) -> None:
+    """The operator's act a node's ``--seat`` needs first (ADR 0032), as bootstrap.sh runs it."""
+    placed = invoke("seat", "place", "notes", "web1", "notes", "--json")
+    assert placed == {"seat": "mesh/notes", "machine": "web1", "role": "notes"}
+    again = invoke("seat", "place", "notes", "web1", "notes")
+    assert again.stdout == "mesh/notes placed on web1/notes\n"
+    refused = invoke("seat", "place", "notes", "mesh", "notes", code=1)
+    assert refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("meshnav: ")
+
+
 def test_migrate_is_safe_to_repeat(invoke: Any) -> None:
     assert invoke("migrate", "--json") == {"revision": HEAD_REVISION}
     assert "newest schema" in invoke("migrate").stdout

@@ -99,6 +99,8 @@ async def add_machine(request: Request) -> dict[str, Any]:
     body = await read_body(request, MachineBody)
     _name(body.name, machine=True)
     found = services(request)
+    if body.advertise is not None:
+        found.connections.destinations.check_url(body.advertise, "/advertise")
     await found.registrar.add_machine(body.name, advertise_url=body.advertise)
     return {"machine": body.name, "status": found.catalog.machine_status(body.name)}
 
@@ -125,8 +127,14 @@ async def register_assignment(request: Request) -> dict[str, Any]:
     _name(body.machine, machine=True)
     if body.tools is None and body.endpoint is None:
         raise InvalidArguments("Give an endpoint, tools, or both.")
-    trust = services(request).connections.verify
-    tools = body.tools if body.tools is not None else await pull_tools(str(body.endpoint), trust)
+    nodes = services(request).connections
+    if body.endpoint is not None:
+        nodes.destinations.check_url(body.endpoint, "/endpoint")
+    tools = (
+        body.tools
+        if body.tools is not None
+        else await pull_tools(str(body.endpoint), nodes.verify, nodes.destinations)
+    )
     spec = AssignmentSpec(
         role=body.role,
         module=body.module or body.role,
@@ -160,7 +168,9 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
     spec = AssignmentSpec(
         role=role,
         module=record.module,
-        tools=await pull_tools(record.endpoint, services(request).connections.verify),
+        tools=await pull_tools(
+            record.endpoint, found.connections.verify, found.connections.destinations
+        ),
         kind=record.kind,
         endpoint=record.endpoint,
         seat=record.seat,

@@ -57,6 +57,7 @@ async def register_node(request: Request) -> dict[str, Any]:
     registered_at = time.time()
     caller = require_scope(request, NODE_SCOPE)
     body = await read_body(request, NodeRegistration)
+    services(request).connections.destinations.check_url(body.advertise, "/advertise")
     key, result = await services(request).registrar.register_node(
         body.machine,
         principal=caller.principal,
@@ -88,6 +89,7 @@ async def update_assignment(request: Request) -> dict[str, Any]:
             "The assignment's role is not the one the path names.",
             extra={"pointer": "/assignment/role"},
         )
+    services(request).connections.destinations.check_url(body.advertise, "/advertise")
     registrar = services(request).registrar
     await registrar.bind(caller.principal, machine)
     result = await registrar.put_assignment(

@@ -1,5 +1,5 @@
 """The node API under attack (SPEC §6, §7): a node token speaks only for its own machine and
-takes no seat another machine holds, and no body is read past its bound."""
+serves a seat only where an operator placed it, and no body is read past its bound."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from navigator.bodies import read_bounded
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore
+from registry.errors import SEAT_NOT_PLACED
 
 TOOL = {"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}
 
@@ -117,6 +118,25 @@ async def test_a_node_token_binds_no_name_outside_the_grammar(tmp_path: Path, ma
     assert machines == []
 
 
+async def node_principal(services: Any, machine: str) -> str:
+    """A node principal made for ``machine`` (``principal add --machine``); its token."""
+    token = mint_token()
+    await services.transact(
+        lambda session: AccessStore(session).add_principal(
+            f"node-{machine}", scopes=["mesh:node"], token_hash=hash_token(token), machine=machine
+        )
+    )
+    return token
+
+
+async def place_seat(client: httpx.AsyncClient, token: str, seat: str, machine: str) -> None:
+    """An operator places ``seat`` on ``machine``'s role of the same name."""
+    placed = await client.put(
+        f"/api/v1/seats/{seat}", json={"machine": machine, "role": seat}, headers=bearer(token)
+    )
+    assert placed.status_code == 200, placed.text
+
+
 def body_of_notes() -> dict[str, Any]:
     return {"role": "notes", "module": "sqlite", "tools": [TOOL]}
 
@@ -125,10 +145,11 @@ async def test_a_node_registering_a_seat_another_machine_holds_keeps_the_rest(
     tmp_path: Path,
 ) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
+        await place_seat(client, tokens["root"], "notes", "web1")
         holder = await client.post(
             "/api/v1/nodes/register",
             json=registration("web1", "http://10.0.0.1:7801", seat="notes"),
-            headers=bearer(tokens["node-a"]),
+            headers=bearer(await node_principal(services, "web1")),
         )
         assert holder.status_code == 200, holder.text
         body = registration("web2", "http://10.0.0.2:7801", seat="notes")
@@ -139,9 +160,7 @@ async def test_a_node_registering_a_seat_another_machine_holds_keeps_the_rest(
         seats = await services.transact(lambda session: CatalogStore(session).seats())
     assert other.status_code == 200, other.text
     assert other.json()["registered"] == ["web2/files/lookup"]
-    assert other.json()["refused"] == [
-        {"name": "mesh/notes", "reason": "another machine holds the seat"}
-    ]
+    assert other.json()["refused"] == [{"name": "mesh/notes", "reason": SEAT_NOT_PLACED}]
     assert seats == {"notes": ("web1", "notes")}
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registry import CatalogStore, Conflict, NewTool, Registry
+from registry import CatalogStore, Conflict, NewTool, Registry, SeatNotPlaced
 from registry.catalog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -114,26 +114,30 @@ def test_a_seat_is_not_moved_onto_a_retired_assignment(registry: Registry, retir
         assert not store.assignment("web1", "backup").retired
 
 
-def test_a_node_takes_a_free_seat_but_not_one_another_live_machine_holds(
-    registry: Registry,
-) -> None:
-    """Else any node token could take a seat, and every grant on it, from the machine serving it;
-    moving a seat held elsewhere is an operator's act (ADR 0003)."""
+def test_a_node_serves_a_seat_only_where_an_operator_placed_it(registry: Registry) -> None:
+    """Else any node token could take a free seat, and every grant on it (``mesh/*/*``); placing
+    and moving a seat are operators' acts (ADR 0003, ADR 0032)."""
     backup = {"module": "stdio", "tools": [tool("run")], "seat": "backup", "by_node": True}
+    with registry.transaction() as session, pytest.raises(SeatNotPlaced):
+        CatalogStore(session).put_assignment("web1", "backup", **backup)  # free: not taken
     with registry.transaction() as session:
         store = CatalogStore(session)
-        store.put_assignment("web1", "backup", **backup)  # free: taken
-        store.put_assignment("web1", "backup", **backup)  # its own: kept
-        with pytest.raises(Conflict):
+        store.place_seat("backup", "web1", "backup")  # ahead of the node: added, no tools
+        assert store.assignment("web1", "backup").tools == ()
+        store.put_assignment("web1", "backup", **backup)  # placed here: served
+        store.put_assignment("web1", "backup", **backup)  # again: kept
+        with pytest.raises(SeatNotPlaced):
             store.put_assignment("web2", "backup", **backup)
+        with pytest.raises(SeatNotPlaced):
+            store.put_assignment("web1", "other", **backup)  # its machine, another role
     with registry.transaction() as session:
         store = CatalogStore(session)
         assert store.seats() == {"backup": ("web1", "backup")}
         store.retire_machine("web1")
+    with registry.transaction() as session, pytest.raises(SeatNotPlaced):
+        CatalogStore(session).put_assignment("web2", "backup", **backup)  # freed: still not
     with registry.transaction() as session:
         store = CatalogStore(session)
-        store.put_assignment("web2", "backup", **backup)  # held by a retired machine: taken
-        assert store.seats() == {"backup": ("web2", "backup")}
         store.put_assignment("web3", "backup", module="stdio", tools=[tool("run")], seat="backup")
         assert store.seats() == {"backup": ("web3", "backup")}  # an operator moves it
 
