@@ -113,6 +113,12 @@ DatabaseOpt = Annotated[
     str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Grant a name no principal has yet: one made later, a JWT subject."
+    ),
+]
 DEFAULT_DATABASE = "sqlite:///./meshnav.db"
 DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
 
@@ -281,18 +287,32 @@ def node_serve(
 
 @app.command("migrate")
 def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False) -> None:
-    """Upgrade the registry to the newest schema; safe to repeat."""
-    from registry import HEAD_REVISION, RegistryError, migrate
+    """Make the registry, or upgrade it to the newest schema; safe to repeat."""
+    from registry import HEAD_REVISION, RegistryError, migrate, shown_url
 
     try:
-        migrate(database)
+        before = migrate(database)
     except RegistryError as error:
         errors.print(f"meshnav: {error}", markup=False, highlight=False)
         raise typer.Exit(1) from None
+    shown = shown_url(database)  # a relative sqlite:///tmp/x.db is ./tmp/x.db: said in full
     if as_json:
-        emit({"revision": HEAD_REVISION}, True)
+        emit({"revision": HEAD_REVISION, "database": shown, "created": before is None}, True)
+    elif before is None:
+        console.print(
+            f"made a new registry at {shown}, at the newest schema; it holds no principals: "
+            "meshnav principal add NAME --scopes mesh:admin makes the first administrator",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
-        console.print("registry is at the newest schema")
+        console.print(
+            f"the registry at {shown} is at the newest schema",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("demo")
@@ -398,13 +418,15 @@ def _grant(
     principal: str,
     target: str,
     scopes: list[str],
+    force: bool,
     navigator: str | None,
     token: str | None,
     database: str,
     as_json: bool,
 ) -> None:
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
-    row = run(_access(navigator, token, database).grant(effect, principal, target, scopes), as_json)
+    access = _access(navigator, token, database)
+    row = run(access.grant(effect, principal, target, scopes, force=force), as_json)
     if as_json:
         emit(row, True)
     else:
@@ -422,13 +444,14 @@ def grant_allow(
     scopes: Annotated[
         list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
     ] = [],  # noqa: B006
+    force: ForceOpt = False,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Allow PRINCIPAL (or *) to call TARGET (an address or pattern such as db1/*/*)."""
-    _grant("allow", principal, target, scopes, navigator, token, database, as_json)
+    _grant("allow", principal, target, scopes, force, navigator, token, database, as_json)
 
 
 @grant_app.command("deny", cls=SeveralValues)
@@ -438,13 +461,14 @@ def grant_deny(
     scopes: Annotated[
         list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
     ] = [],  # noqa: B006
+    force: ForceOpt = False,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Deny PRINCIPAL (or *) TARGET; an explicit deny stops administrators too."""
-    _grant("deny", principal, target, scopes, navigator, token, database, as_json)
+    _grant("deny", principal, target, scopes, force, navigator, token, database, as_json)
 
 
 @grant_app.command("list")

@@ -21,7 +21,14 @@ from registry.catalog import (
     NewTool,
     ToolRecord,
 )
-from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
+from registry.database import (
+    HEAD_REVISION,
+    Registry,
+    existing_revision,
+    migrate,
+    ready_revision,
+    shown_url,
+)
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatTaken
 
 __all__ = [
@@ -44,9 +51,11 @@ __all__ = [
     "SeatTaken",
     "TokenHolder",
     "ToolRecord",
+    "existing_revision",
     "migrate",
     "read_grant_revision",
     "read_snapshot",
     "read_token_holder",
     "ready_revision",
+    "shown_url",
 ]

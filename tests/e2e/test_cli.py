@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import MeshHarness
+from tests.harness import MeshHarness, free_port, page_server
 
 ECHO_SERVER = Path(__file__).resolve().parents[1] / "mesh" / "fixtures" / "echo_server.py"
 
@@ -278,3 +278,59 @@ def test_a_node_served_assignment_is_not_pulled_it_is_pushed(mesh: MeshHarness, 
     assert (refreshed.status_code, refreshed.json()["error"]) == (409, "conflict")
     token: str = mesh.agent_token  # type: ignore[attr-defined]
     assert as_json(mesh, token, "describe", "db1/sqlite/query")["address"] == "db1/sqlite/query"
+
+
+@pytest.mark.parametrize(
+    ("where", "cause", "said"),
+    [
+        ("refused", "connection_refused", "(connection refused): is the server running there?"),
+        ("tls", "tls", "The TLS handshake with the endpoint failed"),
+        ("404", "http_status", "answered HTTP 404: check the URL's path"),
+        ("401", "http_status", "answered HTTP 401: the server wants credentials"),
+        ("200", "not_mcp", "answered, but not as an MCP server"),
+    ],
+)
+def test_a_registration_that_cannot_pull_names_the_cause(
+    mesh: MeshHarness, admin: str, where: str, cause: str, said: str
+) -> None:
+    """Every failure to pull the endpoint's tools was "The server at that endpoint could not be
+    read": the operator typed the URL and could not tell a stopped server from a wrong path or
+    a certificate. The kind of failure is named; the page it answered is not (ADR 0036)."""
+    with page_server(b"<html>PAGE-CANARY</html>") as page:
+        endpoint = {
+            "refused": f"http://127.0.0.1:{free_port()}/mcp",
+            "tls": page(200).replace("http://", "https://") + "/mcp",
+        }.get(where) or page(int(where)) + "/mcp"
+        arguments = ("register", "cli-pull", "echo", "--endpoint", endpoint)
+        line = meshnav(mesh, admin, *arguments, code=1).stderr
+        body = json.loads(meshnav(mesh, admin, *arguments, "--json", code=1).stderr)
+    assert line.startswith("meshnav: node_unavailable: ") and line.count("\n") == 1
+    assert said in line
+    assert "CANARY" not in line and "CANARY" not in json.dumps(body)
+    assert (body["error"], body["cause"]) == ("node_unavailable", cause)
+
+
+@pytest.mark.parametrize(
+    ("machine", "role", "kind"),
+    [("Ext 1", "search", "machine"), ("mesh", "search", "machine"), ("ext1", "Search", "role")],
+)
+def test_a_refused_name_quotes_the_grammar(
+    mesh: MeshHarness, admin: str, machine: str, role: str, kind: str
+) -> None:
+    """``register 'Ext 1' …`` answered "The name is not valid." with nothing to say what is."""
+    tools = ("--endpoint", f"http://127.0.0.1:{free_port()}/mcp")  # never pulled: refused first
+    line = meshnav(mesh, admin, "register", machine, role, *tools, code=1).stderr
+    assert line.startswith(f"meshnav: invalid_address: The {kind} name is not valid: lower-case")
+    assert "[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?" in line
+    assert ("mesh is no machine's name" in line) == (kind == "machine")
+    assert "Ext 1" not in line
+
+
+def test_a_grant_for_an_unknown_principal_is_refused_through_the_api(
+    mesh: MeshHarness, admin: str
+) -> None:
+    line = meshnav(mesh, admin, "grant", "allow", "cli-nobody", "db1/*/*", code=1).stderr
+    assert line.startswith("meshnav: not_found: Unknown principal")
+    forced = as_json(mesh, admin, "grant", "allow", "cli-nobody", "db1/*/*", "--force")
+    assert forced["principal"] == "cli-nobody"
+    meshnav(mesh, admin, "grant", "revoke", str(forced["id"]))
