@@ -323,6 +323,12 @@ def demo_command(
     data: Annotated[
         Path, typer.Option(help="Where the demo keeps its registry and databases.")
     ] = Path(".meshnav-demo"),
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Start over: a new registry, new data and a new token in DIR."
+        ),
+    ] = False,
 ) -> None:
     """The whole mesh on one machine: a navigator, three nodes, a mesh seat, a demo principal."""
     from meshnav.demo import run_demo
@@ -330,7 +336,7 @@ def demo_command(
     # SIGTERM (``kill``, a service manager) stops the demo as Ctrl-C does, nodes included: left
     # to its default, it ended the process before the nodes were told, and they kept the ports
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    run(run_demo(listen, data))
+    run(run_demo(listen, data, fresh=fresh))
 
 
 # --- principals and grants -----------------------------------------------------------------

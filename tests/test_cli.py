@@ -400,6 +400,10 @@ def test_a_server_whose_port_is_taken_says_so_in_one_line(tmp_path: Path) -> Non
         ):
             line = _one_line(CliRunner().invoke(app, arguments))
             assert f"cannot listen on 127.0.0.1:{port}" in line
+        # the demo is run with no flags: the line names the one that moves it
+        assert "give the demo other ports with --listen HOST:PORT" in line
+        nodes = CliRunner().invoke(app, [*arguments[:2], f"127.0.0.1:{port - 1}", *arguments[3:]])
+        assert "give the demo other ports with --listen HOST:PORT" in _one_line(nodes)
     assert not (tmp_path / "demo" / "demo.token").exists()  # nothing made before the port
 
 
