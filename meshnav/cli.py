@@ -382,8 +382,14 @@ def principal_list(
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
-    """List principals (never their tokens)."""
-    emit(run(_access(navigator, token, database).list_principals(), as_json), as_json)
+    """List principals (never their tokens): a table, or JSON with --json."""
+    rows = run(_access(navigator, token, database).list_principals(), as_json)
+    if as_json:
+        emit(rows, True)
+        return
+    from meshnav.render import principals_table
+
+    console.print(principals_table(rows))
 
 
 @principal_app.command("rotate")
@@ -590,7 +596,13 @@ def register_command(
         url = navigator or DEFAULT_NAVIGATOR
         return await admin_request(url, _need(token, CREDENTIAL_FLAG), "POST", "/assignments", body)
 
-    emit(run(work(), as_json), as_json)
+    answer = run(work(), as_json)
+    if as_json:
+        emit(answer, True)
+        return
+    from meshnav.render import registration_view
+
+    console.print(registration_view(answer))
 
 
 @app.command("retire")

@@ -102,6 +102,20 @@ def test_principals_and_grants_on_the_registry_print_json(invoke: Any) -> None:
     assert listed["alice"]["revoked"] is True
 
 
+def test_principal_list_is_a_table_and_json_with_json(invoke: Any) -> None:
+    """Every listing prints a table by default and JSON with ``--json``; ``principal list``
+    printed JSON either way."""
+    invoke("principal", "add", "alice", "--scopes", "mesh:admin")
+    invoke("principal", "add", "node-db1", "--scopes", "mesh:node", "--machine", "db1")
+    invoke("principal", "revoke", "node-db1")
+    table = invoke("principal", "list").stdout
+    assert "principals" in table and "scopes" in table and "status" in table
+    assert "alice" in table and "mesh:admin" in table and "revoked" in table
+    with pytest.raises(ValueError):
+        json.loads(table)
+    assert [row["name"] for row in invoke("principal", "list", "--json")] == ["alice", "node-db1"]
+
+
 def test_migrate_is_safe_to_repeat(invoke: Any, tmp_path: Path) -> None:
     shown = f"sqlite:///{tmp_path.resolve() / 'registry.db'}"
     again = {"revision": HEAD_REVISION, "database": shown, "created": False}

@@ -156,6 +156,27 @@ def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str)
     assert "db1/sqlite" in tree and "answering" in tree
     grants = meshnav(mesh, admin, "grant", "list").stdout
     assert "*/*/*" in grants  # the agent's grant
+    principals = meshnav(mesh, admin, "principal", "list").stdout  # was JSON without --json
+    assert "principals" in principals and "cli-admin" in principals and "mesh:admin" in principals
+    assert not principals.lstrip().startswith("[")
+
+
+def test_register_says_what_it_registered_and_what_it_refused(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    """Without ``--json``, register printed its JSON answer: a person reads a line, and a table
+    of the tools refused with the reason of each."""
+    tools = [
+        {"name": "lookup", "inputSchema": {"type": "object"}},
+        {"name": "bad name", "inputSchema": {"type": "object"}},
+    ]
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps({"tools": tools}))
+    said = meshnav(mesh, admin, "register", "cli-said", "docs", "--tools-file", str(tools_file))
+    assert said.stdout.startswith("cli-said/docs: registered 1 tool\n")
+    assert "refused" in said.stdout and "bad name" in said.stdout
+    assert "name outside the address grammar" in said.stdout
+    as_json(mesh, admin, "retire", "cli-said")
 
 
 def test_text_from_the_mesh_is_drawn_as_text_not_markup(
