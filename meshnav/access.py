@@ -21,6 +21,7 @@ from navigator.api.access import (
     expiry,
     grant_verdict,
     is_principal_name,
+    write_grant,
 )
 from navigator.bodies import Body, parse_body
 from navigator.errors import (
@@ -149,21 +150,24 @@ class Access:
     # --- grants ----------------------------------------------------------------------------
 
     async def grant(
-        self, effect: str, principal: str, target: str, scopes: list[str]
+        self, effect: str, principal: str, target: str, scopes: list[str], *, force: bool = False
     ) -> dict[str, Any]:
         try:
             parse_pattern(target)
         except InvalidAddress as error:  # as the API refuses it: with --json, its body
             raise _command_error(error) from None
-        body = {"principal": principal, "target": target, "effect": effect, "scopes": scopes}
+        body: dict[str, Any] = {
+            "principal": principal,
+            "target": target,
+            "effect": effect,
+            "scopes": scopes,
+        }
+        if force:
+            body["force"] = True
         if self.navigator_url:
             return dict(await self._api("POST", "/grants", body))
         fields = _fields(GrantBody, body)
-        record: GrantRecord = self._direct(
-            lambda store: store.grant(
-                fields.principal, fields.target, effect=fields.effect, scopes=fields.scopes
-            )
-        )
+        record: GrantRecord = self._direct(lambda store: write_grant(store, fields))
         return record.as_json()
 
     async def list_grants(self) -> list[dict[str, Any]]:

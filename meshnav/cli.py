@@ -115,6 +115,12 @@ DatabaseOpt = Annotated[
     str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Grant a name no principal has yet: one made later, a JWT subject."
+    ),
+]
 DEFAULT_DATABASE = "sqlite:///./meshnav.db"
 DEFAULT_NAVIGATOR = "http://127.0.0.1:7700"
 
@@ -329,18 +335,32 @@ def node_serve(
 
 @app.command("migrate")
 def migrate_command(database: DatabaseOpt = DEFAULT_DATABASE, as_json: JsonOpt = False) -> None:
-    """Upgrade the registry to the newest schema; safe to repeat."""
-    from registry import HEAD_REVISION, RegistryError, migrate
+    """Make the registry, or upgrade it to the newest schema; safe to repeat."""
+    from registry import HEAD_REVISION, RegistryError, migrate, shown_url
 
     try:
-        migrate(database)
+        before = migrate(database)
     except RegistryError as error:
         errors.print(f"meshnav: {error}", markup=False, highlight=False)
         raise typer.Exit(1) from None
+    shown = shown_url(database)  # a relative sqlite:///tmp/x.db is ./tmp/x.db: said in full
     if as_json:
-        emit({"revision": HEAD_REVISION}, True)
+        emit({"revision": HEAD_REVISION, "database": shown, "created": before is None}, True)
+    elif before is None:
+        console.print(
+            f"made a new registry at {shown}, at the newest schema; it holds no principals: "
+            "meshnav principal add NAME --scopes mesh:admin makes the first administrator",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
-        console.print("registry is at the newest schema")
+        console.print(
+            f"the registry at {shown} is at the newest schema",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("demo")
@@ -351,6 +371,12 @@ def demo_command(
     data: Annotated[
         Path, typer.Option(help="Where the demo keeps its registry and databases.")
     ] = Path(".meshnav-demo"),
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Start over: a new registry, new data and a new token in DIR."
+        ),
+    ] = False,
 ) -> None:
     """The whole mesh on one machine: a navigator, three nodes, a mesh seat, a demo principal."""
     from meshnav.demo import run_demo
@@ -358,7 +384,7 @@ def demo_command(
     # SIGTERM (``kill``, a service manager) stops the demo as Ctrl-C does, nodes included: left
     # to its default, it ended the process before the nodes were told, and they kept the ports
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    run(run_demo(listen, data))
+    run(run_demo(listen, data, fresh=fresh))
 
 
 # --- principals and grants -----------------------------------------------------------------
@@ -404,8 +430,14 @@ def principal_list(
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
-    """List principals (never their tokens)."""
-    emit(run(_access(navigator, token, database).list_principals(), as_json), as_json)
+    """List principals (never their tokens): a table, or JSON with --json."""
+    rows = run(_access(navigator, token, database).list_principals(), as_json)
+    if as_json:
+        emit(rows, True)
+        return
+    from meshnav.render import principals_table
+
+    console.print(principals_table(rows))
 
 
 @principal_app.command("rotate")
@@ -464,13 +496,15 @@ def _grant(
     principal: str,
     target: str,
     scopes: list[str],
+    force: bool,
     navigator: str | None,
     token: str | None,
     database: str,
     as_json: bool,
 ) -> None:
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
-    row = run(_access(navigator, token, database).grant(effect, principal, target, scopes), as_json)
+    access = _access(navigator, token, database)
+    row = run(access.grant(effect, principal, target, scopes, force=force), as_json)
     if as_json:
         emit(row, True)
     else:
@@ -488,13 +522,14 @@ def grant_allow(
     scopes: Annotated[
         list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
     ] = [],  # noqa: B006
+    force: ForceOpt = False,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Allow PRINCIPAL (or *) to call TARGET (an address or pattern such as db1/*/*)."""
-    _grant("allow", principal, target, scopes, navigator, token, database, as_json)
+    _grant("allow", principal, target, scopes, force, navigator, token, database, as_json)
 
 
 @grant_app.command("deny", cls=SeveralValues)
@@ -504,13 +539,14 @@ def grant_deny(
     scopes: Annotated[
         list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
     ] = [],  # noqa: B006
+    force: ForceOpt = False,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Deny PRINCIPAL (or *) TARGET; an explicit deny stops administrators too."""
-    _grant("deny", principal, target, scopes, navigator, token, database, as_json)
+    _grant("deny", principal, target, scopes, force, navigator, token, database, as_json)
 
 
 @grant_app.command("list")
@@ -626,7 +662,13 @@ def register_command(
         url = navigator or DEFAULT_NAVIGATOR
         return await admin_request(url, _need(token, CREDENTIAL_FLAG), "POST", "/assignments", body)
 
-    emit(run(work(), as_json), as_json)
+    answer = run(work(), as_json)
+    if as_json:
+        emit(answer, True)
+        return
+    from meshnav.render import registration_view
+
+    console.print(registration_view(answer))
 
 
 @app.command("retire")

@@ -73,12 +73,43 @@ def _seed_databases(data: Path) -> None:
         ],
     }
     for path, statements in seeds.items():
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         if path.exists():
+            path.chmod(0o600)  # one an earlier demo made with the umask's mode
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private(path)
         with sqlite3.connect(path) as connection:
             for statement in statements:
                 connection.execute(statement)
+
+
+#: What the demo keeps in its data folder, and all ``--fresh`` removes: its registry, its
+#: token, its nodes' log and the machines' databases (with SQLite's files beside each).
+DEMO_FILES = (
+    "registry.db",
+    "demo.token",
+    "nodes.log",
+    "db1/inventory.db",
+    "db2/customers.db",
+    "web1/notes.db",
+)
+SQLITE_BESIDE = ("-wal", "-shm", "-journal")
+
+
+def _private(path: Path) -> None:
+    """``path`` made empty and readable by its owner alone before anything writes it: the demo's
+    databases, its log and its token are the demo user's (SPEC §10); SQLite gives a database's
+    WAL and shared-memory files the database's own mode."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    path.chmod(0o600)
+
+
+def _start_over(data: Path) -> None:
+    """``--fresh``: the demo's own files in ``data`` removed — nothing else there is touched —
+    so that it starts with a new registry, new data and a new token."""
+    for name in DEMO_FILES:
+        for path in (data / name, *(data / f"{name}{end}" for end in SQLITE_BESIDE)):
+            path.unlink(missing_ok=True)
 
 
 def _token_for(store: AccessStore, name: str, scopes: list[str], machine: str | None) -> str:
@@ -103,13 +134,28 @@ def _place(store: CatalogStore, seat: str, machine: str) -> None:
         store.place_seat(seat, machine, seat)
 
 
-def _prepare(database_url: str) -> tuple[str, dict[str, str]]:
+def _kept_token(store: AccessStore, token_file: Path) -> str | None:
+    """The token an earlier start of this demo wrote, while it is still the demo principal's
+    own and taken: a client configured with it keeps working across restarts."""
+    try:
+        token = token_file.read_text().strip()
+    except FileNotFoundError:
+        return None
+    holder = store.principal_by_token(hash_token(token)) if token else None
+    if holder is None or holder.name != DEMO_PRINCIPAL:
+        return None
+    return token if holder.status(datetime.now(UTC)) == "active" else None
+
+
+def _prepare(database_url: str, token_file: Path) -> tuple[str, dict[str, str]]:
     migrate(database_url)
     registry = Registry(database_url)
     try:
         with registry.transaction() as session:
             store = AccessStore(session)
-            demo = _token_for(store, DEMO_PRINCIPAL, [ADMIN_SCOPE], None)
+            demo = _kept_token(store, token_file) or _token_for(
+                store, DEMO_PRINCIPAL, [ADMIN_SCOPE], None
+            )
             nodes = {m: _token_for(store, f"node-{m}", [NODE_SCOPE], m) for m in MACHINES}
             if not any(g.principal == DEMO_PRINCIPAL for g in store.grants(DEMO_PRINCIPAL)):
                 store.grant(DEMO_PRINCIPAL, "*/*/*", effect="allow")
@@ -126,6 +172,7 @@ def _nodes(
     data: Path, url: str, host: str, port: int, tokens: dict[str, str]
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     processes = []
+    _private(data / "nodes.log")
     log = (data / "nodes.log").open("ab")
     try:
         for offset, (machine, modules) in enumerate(MACHINES.items(), start=1):
@@ -149,9 +196,11 @@ def _nodes(
         log.close()
 
 
-def _prepare_dir(data: Path) -> Path:
+def _prepare_dir(data: Path, fresh: bool) -> Path:
     data = data.resolve()
-    data.mkdir(parents=True, exist_ok=True)
+    data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if fresh:
+        _start_over(data)
     return data
 
 
@@ -192,25 +241,38 @@ def _check_ports_free(host: str, ports: range) -> None:
         listening_socket(host, port).close()
 
 
-async def run_demo(listen: str, data: Path) -> None:
+#: What a demo whose port is taken says next: the one flag that moves it.
+TAKEN = "; give the demo other ports with --listen HOST:PORT (its nodes take the next three)"
+
+
+async def run_demo(listen: str, data: Path, *, fresh: bool = False) -> None:
     try:
         host, port = split_listen(listen)
     except ValueError as error:
         raise CommandError(f"--listen: {error}") from None
     if port + len(MACHINES) > 65535:
         raise CommandError("--listen: the nodes take the next three ports; leave room for them")
-    with listening_socket(host, port) as server_socket:
-        _check_ports_free(host, range(port + 1, port + 1 + len(MACHINES)))
-        await _run(listen, host, port, server_socket, data)
+    try:
+        server_socket = listening_socket(host, port)
+    except CommandError as error:
+        raise CommandError(f"{error}{TAKEN}") from None
+    with server_socket:
+        try:
+            _check_ports_free(host, range(port + 1, port + 1 + len(MACHINES)))
+        except CommandError as error:
+            raise CommandError(f"{error}{TAKEN}") from None
+        await _run(listen, host, port, server_socket, data, fresh)
 
 
-async def _run(listen: str, host: str, port: int, server_socket: socket.socket, data: Path) -> None:
-    data = await anyio.to_thread.run_sync(_prepare_dir, data)
+async def _run(
+    listen: str, host: str, port: int, server_socket: socket.socket, data: Path, fresh: bool
+) -> None:
+    data = await anyio.to_thread.run_sync(_prepare_dir, data, fresh)
     url = f"http://{listen}"
     database_url = f"sqlite:///{data / 'registry.db'}"
     await anyio.to_thread.run_sync(_seed_databases, data)
-    demo_token, node_tokens = await anyio.to_thread.run_sync(_prepare, database_url)
     token_file = data / "demo.token"
+    demo_token, node_tokens = await anyio.to_thread.run_sync(_prepare, database_url, token_file)
     await anyio.to_thread.run_sync(_write_secret, token_file, demo_token)
 
     settings = NavigatorSettings(database_url=database_url, listen=listen)

@@ -16,7 +16,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-__all__ = ["contract_view", "grants_table", "mesh_tree", "search_table"]
+__all__ = [
+    "contract_view",
+    "grants_table",
+    "mesh_tree",
+    "principals_table",
+    "registration_view",
+    "search_table",
+]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
 
@@ -113,3 +120,38 @@ def grants_table(rows: list[dict[str, Any]]) -> Table:
             str(row["revision"]),
         )
     return table
+
+
+PRINCIPAL_STYLE = {"active": "green", "expired": "yellow", "revoked": "red"}
+
+
+def principals_table(rows: list[dict[str, Any]]) -> Table:
+    """Principals as ``principal list`` gives them: never a token, only what it may do."""
+    table = Table(title="principals")
+    for column in ("name", "scopes", "machine", "expires", "status"):
+        table.add_column(column, no_wrap=column == "name")
+    for row in rows:
+        status = row.get("status") or ("revoked" if row.get("revoked") else "active")
+        table.add_row(
+            Text(row["name"]),
+            Text(" ".join(row["scopes"])),
+            Text(row.get("machine") or "—"),
+            Text(row.get("expiresAt") or "never"),
+            Text(status, style=PRINCIPAL_STYLE.get(status, "")),
+        )
+    return table
+
+
+def registration_view(answer: dict[str, Any]) -> RenderableType:
+    """What ``register`` did: the tools registered, and each refused one with its reason."""
+    registered = answer.get("registered", [])
+    head = Text(f"{answer.get('assignment', '')}: registered {_count(len(registered), 'tool')}")
+    refused = answer.get("refused", [])
+    if not refused:
+        return head
+    table = Table(title="refused")
+    table.add_column("name", no_wrap=True)
+    table.add_column("reason")
+    for row in refused:
+        table.add_row(Text(row["name"]), Text(row["reason"]))
+    return Group(head, table)

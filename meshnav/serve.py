@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import socket
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from mesh.errors import MeshError
+    from navigator.services import Services
     from navigator.settings import NavigatorSettings
 
 __all__ = ["listening_socket", "mesh_failure", "serve_navigator", "settings_error"]
@@ -90,8 +92,8 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
     from registry import RegistryError, migrate
 
     with listening_socket(settings.host, settings.port) as server_socket:
-        try:
-            await anyio.to_thread.run_sync(migrate, settings.database_url)
+        try:  # a navigator's first start makes its registry (ADR 0036), and says where
+            before = await anyio.to_thread.run_sync(migrate, settings.database_url)
         except RegistryError as error:
             raise CommandError(str(error)) from None
         app = build_app(settings, migrate_first=False)
@@ -101,7 +103,9 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
         url = f"http://{join_listen(settings.host, settings.port)}"
 
         async def serving() -> None:  # said once it serves: a silent start looked like a hang
-            sys.stderr.write(f"meshnav navigator: MCP at {url}/mcp, the console at {url}/\n")
+            said = [f"MCP at {url}/mcp, the console at {url}/"]
+            said += await registry_lines(app.state.meshnav, made=before is None)
+            sys.stderr.write("".join(f"meshnav navigator: {line}\n" for line in said))
             sys.stderr.flush()
             await anyio.sleep_forever()
 
@@ -119,21 +123,73 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     the grants are read then and a revocation or a new deny holds at once (SPEC §3)."""
     import anyio.to_thread
 
-    from navigator.errors import NavigatorError
+    from navigator.errors import NavigatorError, Unauthenticated
     from navigator.server import build_mcp, running
     from navigator.services import Services
-    from registry import RegistryError, migrate
+    from registry import RegistryError, migrate, shown_url
 
     token = settings.token.get_secret_value() if settings.token else None
-    services = Services.create(settings)
-    try:
-        await anyio.to_thread.run_sync(migrate, settings.database_url)
-        await services.authenticator.verify(token)
-    except NavigatorError:
-        raise CommandError("MESHNAV_TOKEN is missing or not a valid principal's token") from None
+    try:  # an existing registry only: one made here could hold no principal (ADR 0036)
+        await anyio.to_thread.run_sync(
+            functools.partial(migrate, settings.database_url, create=False)
+        )
     except RegistryError as error:
         raise CommandError(str(error)) from None
+    services = Services.create(settings)
+    try:
+        await services.authenticator.verify(token)
+    except Unauthenticated:
+        raise CommandError(await _refused_token(services)) from None
+    except NavigatorError:
+        raise CommandError(
+            f"the registry at {shown_url(settings.database_url)} cannot be read"
+        ) from None
     assert token is not None  # verified above
     server = build_mcp(services, token=token)
     async with running(services, migrate_first=False):
         await server.run_async(transport="stdio", show_banner=False)
+
+
+async def _principal_count(services: Services) -> int | None:
+    """How many principals the registry holds; ``None`` when it cannot be read."""
+    from registry import AccessStore, RegistryError
+
+    try:
+        return await services.read(lambda session: AccessStore(session).principal_count())
+    except RegistryError:
+        return None
+
+
+def _no_principals(services: Services) -> str:
+    from registry import shown_url
+
+    shown = shown_url(services.settings.database_url)
+    return (
+        f"the registry at {shown} holds no principals, so no token is accepted yet: "
+        f"meshnav principal add NAME --scopes mesh:admin --database {shown} makes the first"
+    )
+
+
+async def registry_lines(services: Services, *, made: bool) -> list[str]:
+    """What a navigator says of its registry once it serves: which it opened (an SQLite one by
+    its absolute path, a PostgreSQL one without its password), and when it holds no principal
+    — a navigator's first start made it, or nobody added one — that every token will be
+    refused until one is added (ADR 0036)."""
+    from registry import shown_url
+
+    shown = shown_url(services.settings.database_url)
+    lines = [f"made a new registry at {shown}" if made else f"the registry is {shown}"]
+    if await _principal_count(services) == 0:
+        lines.append(_no_principals(services))
+    return lines
+
+
+async def _refused_token(services: Services) -> str:
+    """Why a stdio navigator's token was refused: a registry with no principal at all says so,
+    where the token alone was blamed."""
+    if await _principal_count(services) == 0:
+        return _no_principals(services)
+    from registry import shown_url
+
+    shown = shown_url(services.settings.database_url)
+    return f"MESHNAV_TOKEN is missing or not a valid principal's token in the registry at {shown}"

@@ -16,6 +16,8 @@ from navigator.errors import InvalidAddress
 __all__ = [
     "MAX_ADDRESS_LENGTH",
     "MESH",
+    "NAME_GRAMMAR",
+    "TOOL_GRAMMAR",
     "Address",
     "Pattern",
     "check_placement",
@@ -24,6 +26,7 @@ __all__ = [
     "parse_address",
     "parse_pattern",
     "parse_tool_address",
+    "refused_name",
 ]
 
 MESH = "mesh"
@@ -32,6 +35,19 @@ WILDCARD = "*"
 
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?\Z")
 _TOOL = re.compile(r"[A-Za-z0-9_.-]{1,128}\Z")
+#: The grammar of a machine, role or seat name, and of a tool's name (SPEC §2), as the answers
+#: that refuse one quote it.
+NAME_GRAMMAR = (
+    "lower-case ASCII letters, digits, _ and -, 1 to 63 of them, the first and the last a letter "
+    "or a digit: [a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?"
+)
+TOOL_GRAMMAR = "ASCII letters, digits, _, . and -, 1 to 128 of them, no '..': [A-Za-z0-9_.-]{1,128}"
+
+
+def refused_name(kind: str) -> InvalidAddress:
+    """The answer refusing a ``kind`` ("machine", "role", "seat") name: the rule it breaks."""
+    reserved = "; mesh is no machine's name" if kind == "machine" else ""
+    return InvalidAddress(f"The {kind} name is not valid: {NAME_GRAMMAR}{reserved}.")
 
 
 def is_name(text: str) -> bool:
@@ -52,9 +68,11 @@ def check_placement(seat: str, machine: str, role: str) -> None:
     """A mesh seat's placement on ``machine``'s ``role`` in the grammar: placing a seat adds
     the assignment when it is new, so every name must be one an address can hold."""
     if not is_name(seat):
-        raise InvalidAddress("The seat name is not valid.")
-    if not is_machine_name(machine) or not is_name(role):
-        raise InvalidAddress("The machine or role name is not valid.")
+        raise refused_name("seat")
+    if not is_machine_name(machine):
+        raise refused_name("machine")
+    if not is_name(role):
+        raise refused_name("role")
 
 
 @dataclass(frozen=True, slots=True)

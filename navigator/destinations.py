@@ -37,7 +37,7 @@ import httpcore2
 import httpx2
 from httpcore2._backends.anyio import AnyIOBackend
 
-from navigator.errors import InvalidArguments
+from navigator.errors import InvalidArguments, error_chain
 
 __all__ = [
     "ANY_NETWORK",
@@ -154,19 +154,7 @@ class DestinationRefused(httpcore2.ConnectError):
 def caused_by(error: BaseException, kind: type[BaseException]) -> bool:
     """Whether ``error``, a group it holds, or an error it was raised from or during is a
     ``kind`` (the MCP client wraps a transport's errors in groups and its own errors)."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kind):
-            return True
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return False
+    return any(isinstance(current, kind) for current in error_chain(error))
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ __all__ = [
     "Unauthenticated",
     "UnknownTool",
     "error_body",
+    "error_chain",
     "from_registry",
 ]
 
@@ -194,3 +195,21 @@ def from_registry(error: registry.RegistryError) -> NavigatorError:
     if isinstance(error, registry.Conflict):
         return Conflict(str(error))
     return RegistryUnavailable()
+
+
+def error_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and every exception behind it — causes, contexts, the members of groups — each
+    once: the MCP client wraps a transport's failure in groups and in errors of its own."""
+    found: list[BaseException] = []
+    seen: set[int] = set()
+    waiting = [error]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.append(current)
+        if isinstance(current, BaseExceptionGroup):
+            waiting.extend(current.exceptions)
+        waiting.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return found

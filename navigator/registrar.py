@@ -21,9 +21,16 @@ import anyio
 import anyio.to_thread
 
 from mesh.digests import contract_digest
-from navigator.addresses import check_placement, is_machine_name, is_name, is_tool_name
+from navigator.addresses import (
+    TOOL_GRAMMAR,
+    check_placement,
+    is_machine_name,
+    is_name,
+    is_tool_name,
+    refused_name,
+)
 from navigator.catalog import Catalog
-from navigator.errors import InvalidAddress, InvalidArguments, ToolNotGranted
+from navigator.errors import InvalidArguments, ToolNotGranted
 from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS
 from navigator.nodes import NodeConnections
 from navigator.validation.json_values import measure
@@ -46,6 +53,8 @@ logger = logging.getLogger("meshnav.navigator.registrar")
 T = TypeVar("T")
 
 MAX_TOOLS_PER_ASSIGNMENT = 4096
+#: Why a tool whose name breaks the grammar is refused: the rule it breaks.
+OUTSIDE_GRAMMAR = f"name outside the address grammar ({TOOL_GRAMMAR})"
 
 #: Why a tool whose definition JSON cannot carry exactly is refused: its digest (RFC 8785) has no
 #: value for it, the registry and the answers no text.
@@ -78,9 +87,11 @@ class RegistrationResult:
 
 def _check_names(machine: str, spec: AssignmentSpec) -> None:
     if not is_machine_name(machine):
-        raise InvalidAddress("The machine name is not valid.")
-    if not is_name(spec.role) or (spec.seat is not None and not is_name(spec.seat)):
-        raise InvalidAddress("The role or seat name is not valid.")
+        raise refused_name("machine")
+    if not is_name(spec.role):
+        raise refused_name("role")
+    if spec.seat is not None and not is_name(spec.seat):
+        raise refused_name("seat")
     if spec.kind not in ("assignment", "node_seat"):
         raise InvalidArguments("kind must be assignment or node_seat.")
     if len(spec.tools) > MAX_TOOLS_PER_ASSIGNMENT:
@@ -98,7 +109,7 @@ def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) ->
                 if isinstance(name, str) and name.isprintable() and len(name) <= 128
                 else f"#{index}"
             )
-            result.refused.append({"name": label, "reason": "name outside the address grammar"})
+            result.refused.append({"name": label, "reason": OUTSIDE_GRAMMAR})
             continue
         if name in seen:
             result.refused.append({"name": name, "reason": "duplicate name"})
@@ -345,7 +356,7 @@ def _bind(store: AccessStore, principal: str, machine: str) -> None:
     """Hold ``principal`` to ``machine``, a name in the grammar (SPEC §2): a registration with
     no assignment checks none of its own, and a principal bound to ``mesh`` is bound for good."""
     if not is_machine_name(machine):
-        raise InvalidAddress("The machine name is not valid.")
+        raise refused_name("machine")
     try:
         store.bind_machine(principal, machine)
     except Conflict:

@@ -21,7 +21,14 @@ from registry.catalog import (
     NewTool,
     ToolRecord,
 )
-from registry.database import HEAD_REVISION, Registry, migrate, ready_revision
+from registry.database import (
+    HEAD_REVISION,
+    Registry,
+    existing_revision,
+    migrate,
+    ready_revision,
+    shown_url,
+)
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
 from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read_console_session
 
@@ -48,10 +55,12 @@ __all__ = [
     "SessionRules",
     "TokenHolder",
     "ToolRecord",
+    "existing_revision",
     "migrate",
     "read_console_session",
     "read_grant_revision",
     "read_snapshot",
     "read_token_holder",
     "ready_revision",
+    "shown_url",
 ]

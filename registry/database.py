@@ -23,7 +23,16 @@ if TYPE_CHECKING:
 
     from registry.reads import AnySelect
 
-__all__ = ["KEEPALIVES", "Registry", "make_engine", "migrate", "ready_revision", "translate_errors"]
+__all__ = [
+    "KEEPALIVES",
+    "Registry",
+    "existing_revision",
+    "make_engine",
+    "migrate",
+    "ready_revision",
+    "shown_url",
+    "translate_errors",
+]
 
 logger = logging.getLogger("meshnav.registry")
 
@@ -229,33 +238,72 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def migrate(url: str) -> None:
+def migrate(url: str, *, create: bool = True) -> str | None:
     """Upgrade the registry at ``url`` to the newest schema; running it again changes nothing.
+    The revision the registry had is returned: ``None`` when there was none and one was made.
+
+    With ``create=False`` a URL where no registry is (an SQLite file that does not exist, a
+    database with no schema) is ``RegistryUnavailable``, naming the URL, and nothing is made:
+    a server that serves as one principal (``navigator serve --stdio``) must not make an empty
+    registry from a mistyped URL and then refuse its token as unknown (ADR 0036).
 
     A registry already at the newest schema (every start but the first) is recognised without
     Alembic, whose import alone costs a navigator's start ~0.2 s.
     """
     with translate_errors():
-        if schema_revision(url) == HEAD_REVISION:
-            return
+        before = existing_revision(url)
+        if before is None and not create:
+            raise RegistryUnavailable(no_registry(url))
+        if before == HEAD_REVISION:
+            return before
         from alembic import command
 
         command.upgrade(alembic_config(url), "head")
+    return before
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an operator is shown it: an SQLite file by its absolute path (a relative
+    ``sqlite:///tmp/x.db`` is ``./tmp/x.db``, not ``/tmp/x.db``), a password never."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return "a database URL that does not parse"
+    path = _sqlite_file(url) if parsed.drivername.startswith("sqlite") else None
+    if path is not None:
+        return f"sqlite:///{path.resolve()}"
+    return parsed.render_as_string(hide_password=True)
+
+
+def no_registry(url: str) -> str:
+    """What a command that needs a registry says where there is none."""
+    return (
+        f"There is no registry at {shown_url(url)}, so no principal either; "
+        "meshnav migrate makes one there (or give the registry's own URL)."
+    )
+
+
+def existing_revision(url: str) -> str | None:
+    """The revision of the registry at ``url``, creating nothing: ``None`` where there is none
+    (an SQLite file that does not exist is not made to find out)."""
+    path = _sqlite_file(url) if url.startswith("sqlite") else None
+    if path is not None and not path.exists():
+        return None
+    return schema_revision(url)
 
 
 def ready_revision(url: str) -> None:
     """Check that a registry exists at ``url`` at the newest schema, creating nothing: the
     command line's direct path to a registry must not make a new, empty one from a mistyped
     URL (and an administrator in it)."""
-    path = _sqlite_file(url) if url.startswith("sqlite") else None
     with translate_errors():
-        found = None if path is not None and not path.exists() else schema_revision(url)
+        found = existing_revision(url)
     if found is None:
-        raise RegistryUnavailable(
-            "There is no registry at that database URL; meshnav migrate makes one."
-        )
+        raise RegistryUnavailable(no_registry(url))
     if found != HEAD_REVISION:
-        raise RegistryUnavailable("The registry's schema is older; meshnav migrate upgrades it.")
+        raise RegistryUnavailable(
+            f"The registry at {shown_url(url)} has an older schema; meshnav migrate upgrades it."
+        )
 
 
 def schema_revision(url: str) -> str | None:

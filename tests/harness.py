@@ -10,8 +10,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
 
-__all__ = ["MeshHarness", "free_port", "mcp_client", "tool_result"]
+__all__ = ["MeshHarness", "free_port", "mcp_client", "page_server", "tool_result"]
 
 STARTUP_S = 60.0
 #: How long a process told to stop may take before it is killed.
@@ -349,3 +349,41 @@ async def loop_ticks_during(work: Callable[[], Awaitable[object]], every_s: floa
         await work()
         tasks.cancel_scope.cancel()
     return ticks
+
+
+@contextmanager
+def page_server(page: bytes) -> Iterator[Callable[[int], str]]:
+    """A web server that is no MCP server nor navigator, on a loopback port: every request is
+    answered with ``page`` (HTML) and the status last given to the function yielded, which
+    returns the server's URL; a redirect's ``Location`` leads elsewhere."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        status = 200
+
+        def _answer(self) -> None:
+            self.send_response(self.status)
+            self.send_header("Location", "https://127.0.0.1/elsewhere")
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        do_GET = do_POST = do_DELETE = _answer
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """No request log: the server's stderr is the test's, and says nothing of use."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def url(status: int) -> str:
+        Page.status = status
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    try:
+        yield url
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from meshnav.cli import app, main, spread_values
 from meshnav.client import navigator_base
 from meshnav.serve import listening_socket
 from registry import HEAD_REVISION
-from tests.harness import free_port, free_ports
+from tests.harness import free_port, free_ports, page_server, stop
 
 
 @pytest.fixture
@@ -36,7 +37,8 @@ def invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         assert result.exit_code == code, result.output
         return json.loads(result.stdout) if "--json" in arguments and code == 0 else result
 
-    assert run("migrate", "--json") == {"revision": HEAD_REVISION}
+    made = run("migrate", "--json")
+    assert (made["revision"], made["created"]) == (HEAD_REVISION, True)
     return run
 
 
@@ -111,9 +113,53 @@ def test_a_seat_is_placed_on_the_registry_directly_and_a_bad_name_refused(invoke
     assert refused.stderr.startswith("meshnav: ")
 
 
-def test_migrate_is_safe_to_repeat(invoke: Any) -> None:
-    assert invoke("migrate", "--json") == {"revision": HEAD_REVISION}
-    assert "newest schema" in invoke("migrate").stdout
+def test_principal_list_is_a_table_and_json_with_json(invoke: Any) -> None:
+    """Every listing prints a table by default and JSON with ``--json``; ``principal list``
+    printed JSON either way."""
+    invoke("principal", "add", "alice", "--scopes", "mesh:admin")
+    invoke("principal", "add", "node-db1", "--scopes", "mesh:node", "--machine", "db1")
+    invoke("principal", "revoke", "node-db1")
+    table = invoke("principal", "list").stdout
+    assert "principals" in table and "scopes" in table and "status" in table
+    assert "alice" in table and "mesh:admin" in table and "revoked" in table
+    with pytest.raises(ValueError):
+        json.loads(table)
+    assert [row["name"] for row in invoke("principal", "list", "--json")] == ["alice", "node-db1"]
+
+
+def test_migrate_is_safe_to_repeat(invoke: Any, tmp_path: Path) -> None:
+    shown = f"sqlite:///{tmp_path.resolve() / 'registry.db'}"
+    again = {"revision": HEAD_REVISION, "database": shown, "created": False}
+    assert invoke("migrate", "--json") == again
+    assert f"the registry at {shown} is at the newest schema" in invoke("migrate").stdout
+
+
+def test_migrate_names_a_relative_registry_by_its_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///tmp/x.db`` is ``./tmp/x.db``: migrate made it there and said only "registry
+    is at the newest schema", and the operator went looking in /tmp (ADR 0036)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MESHNAV_DATABASE_URL", raising=False)
+    made = CliRunner().invoke(app, ["migrate", "--database", "sqlite:///tmp/x.db"])
+    assert made.exit_code == 0, made.output
+    shown = f"sqlite:///{tmp_path.resolve() / 'tmp' / 'x.db'}"
+    assert made.stdout.startswith(f"made a new registry at {shown},")
+    assert "holds no principals: meshnav principal add" in made.stdout
+    again = CliRunner().invoke(app, ["migrate", "--database", "sqlite:///tmp/x.db", "--json"])
+    assert json.loads(again.stdout) == {
+        "revision": HEAD_REVISION,
+        "database": shown,
+        "created": False,
+    }
+
+
+def test_a_postgresql_registry_is_named_without_its_password() -> None:
+    from registry import shown_url
+
+    shown = shown_url("postgresql://meshnav:s3cret-pw@db.example:5432/meshnav")
+    assert "s3cret-pw" not in shown
+    assert shown.startswith("postgresql://meshnav:") and shown.endswith("@db.example:5432/meshnav")
 
 
 def test_an_unknown_grant_is_one_line_on_stderr_and_a_non_zero_exit(invoke: Any) -> None:
@@ -227,8 +273,8 @@ def test_a_bad_address_to_grant_check_is_one_line(invoke: Any) -> None:
 
 def test_names_from_the_registry_are_drawn_as_text_not_markup(invoke: Any) -> None:
     """A grant's principal is any string; Rich must not read "[/]" as a closing tag."""
-    assert "for [/]" in invoke("grant", "allow", "[/]", "ext4/*/*").stdout
-    assert "for [red]x" in invoke("grant", "allow", "[red]x", "ext4/*/*").stdout
+    assert "for [/]" in invoke("grant", "allow", "[/]", "ext4/*/*", "--force").stdout
+    assert "for [red]x" in invoke("grant", "allow", "[red]x", "ext4/*/*", "--force").stdout
     listed = invoke("grant", "list").stdout
     assert "[/]" in listed and "[red]x" in listed
 
@@ -379,6 +425,10 @@ def test_a_server_whose_port_is_taken_says_so_in_one_line(tmp_path: Path) -> Non
         ):
             line = _one_line(CliRunner().invoke(app, arguments))
             assert f"cannot listen on 127.0.0.1:{port}" in line
+        # the demo is run with no flags: the line names the one that moves it
+        assert "give the demo other ports with --listen HOST:PORT" in line
+        nodes = CliRunner().invoke(app, [*arguments[:2], f"127.0.0.1:{port - 1}", *arguments[3:]])
+        assert "give the demo other ports with --listen HOST:PORT" in _one_line(nodes)
     assert not (tmp_path / "demo" / "demo.token").exists()  # nothing made before the port
 
 
@@ -462,16 +512,134 @@ def test_commands_that_do_not_walk_load_no_mcp_client_or_server() -> None:
     assert loaded.stdout.strip() == "[]"
 
 
-def test_the_registry_directly_must_exist_a_mistyped_url_makes_none(tmp_path: Path) -> None:
+def test_the_registry_directly_must_exist_a_mistyped_url_makes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``principal list`` on a mistyped ``--database`` printed ``[]`` and made a registry there
-    (``principal add`` an administrator in it); ``meshnav migrate`` makes registries."""
-    database = f"sqlite:///{tmp_path / 'typo' / 'meshnav.db'}"
-    for command in (["principal", "list"], ["principal", "add", "alice"], ["grant", "list"]):
-        result = CliRunner().invoke(app, [*command, "--database", database])
+    (``principal add`` an administrator in it); ``meshnav migrate`` makes registries. The line
+    names the registry it looked for by its absolute path: a relative one is the usual slip."""
+    monkeypatch.chdir(tmp_path)
+    shown = f"sqlite:///{tmp_path.resolve() / 'typo' / 'meshnav.db'}"
+    for command in (
+        ["principal", "list"],
+        ["principal", "add", "alice"],
+        ["grant", "list"],
+        ["grant", "allow", "*", "db1/*/*"],
+    ):
+        result = CliRunner().invoke(app, [*command, "--database", "sqlite:///typo/meshnav.db"])
         assert result.exit_code == 1, result.output
+        assert f"There is no registry at {shown}, so no principal either" in result.stderr
         assert "migrate makes one" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "typo").exists()
+
+
+def _meshnav(*arguments: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m meshnav ARGUMENTS`` in ``cwd``, with no MESHNAV_* setting but ``env``."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MESHNAV_")}
+    return subprocess.run(
+        [sys.executable, "-m", "meshnav", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**environment, **env},
+        input="",
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_stdio_navigator_makes_no_registry_and_says_which_it_read(tmp_path: Path) -> None:
+    """A stdio navigator on a missing (or mistyped) registry made an empty one and then said its
+    token was not valid: the operator checked the token. It makes none, and names the registry
+    by its absolute path; one that holds no principal says so (ADR 0036)."""
+    shown = f"sqlite:///{tmp_path.resolve() / 'meshnav.db'}"
+    missing = _meshnav("navigator", "serve", "--stdio", cwd=tmp_path, MESHNAV_TOKEN="mnv_x")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == (
+        f"meshnav: There is no registry at {shown}, so no principal either; meshnav migrate "
+        "makes one there (or give the registry's own URL).\n"
+    )
+    assert not (tmp_path / "meshnav.db").exists()
+
+    assert _meshnav("migrate", cwd=tmp_path).returncode == 0
+    empty = _meshnav("navigator", "serve", "--stdio", cwd=tmp_path, MESHNAV_TOKEN="mnv_x")
+    assert empty.returncode == 1
+    assert empty.stderr.startswith(f"meshnav: the registry at {shown} holds no principals,")
+    assert empty.stderr.count("\n") == 1
+
+    assert _meshnav("principal", "add", "alice", cwd=tmp_path).returncode == 0
+    wrong = _meshnav("navigator", "serve", "--stdio", cwd=tmp_path, MESHNAV_TOKEN="mnv_x")
+    assert wrong.returncode == 1
+    assert wrong.stderr == (
+        "meshnav: MESHNAV_TOKEN is missing or not a valid principal's token in the registry at "
+        f"{shown}\n"
+    )
+    assert "mnv_x" not in wrong.stderr
+
+
+def _navigator_says(cwd: Path, database: str) -> str:
+    """What ``navigator serve`` writes on stderr up to the line saying it serves, then stops it."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MESHNAV_")}
+    command = ["navigator", "serve", "--listen", f"127.0.0.1:{free_port()}", "--database"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "meshnav", *command, database],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=environment,
+    )
+    try:
+        assert process.stderr is not None
+        said = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line, "".join(said)
+            said.append(line)
+            if "holds no principals" in line or "the registry is" in line:
+                return "".join(said)
+        raise AssertionError("".join(said))
+    finally:
+        stop(process)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def test_a_navigator_says_which_registry_it_opened_and_when_it_holds_no_principal(
+    tmp_path: Path,
+) -> None:
+    """A navigator's first start makes its registry (README), which holds no principal: every
+    token was then refused with nothing on the navigator's side to say why. It names the
+    registry by its absolute path, says it made it, and that no token is accepted yet."""
+    shown = f"sqlite:///{tmp_path.resolve() / 'state' / 'r.db'}"
+    first = _navigator_says(tmp_path, "sqlite:///state/r.db")
+    assert f"meshnav navigator: made a new registry at {shown}\n" in first
+    assert (
+        f"meshnav navigator: the registry at {shown} holds no principals, so no token is "
+        f"accepted yet: meshnav principal add NAME --scopes mesh:admin --database {shown}"
+    ) in first
+    added = _meshnav("principal", "add", "alice", "--database", shown, cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    again = _navigator_says(tmp_path, "sqlite:///state/r.db")
+    assert f"meshnav navigator: the registry is {shown}\n" in again
+    assert "holds no principals" not in again and "made a new" not in again
+
+
+def test_a_grant_for_a_principal_the_registry_does_not_hold_is_refused(invoke: Any) -> None:
+    """``grant allow alcie ...`` (a typo) was taken: a row granting nobody anything, and the
+    operator told it was done. ``--force`` keeps a row for a name made later (ADR 0036)."""
+    invoke("principal", "add", "alice")
+    line = _one_line(invoke("grant", "allow", "alcie", "db1/*/*", code=1))
+    assert line.startswith("meshnav: not_found: Unknown principal")
+    assert "--force" in line and "alcie" not in line
+    body = json.loads(invoke("grant", "deny", "alcie", "db1/*/*", "--json", code=1).stderr)
+    assert (body["error"], body["pointer"]) == ("not_found", "/principal")
+    assert invoke("grant", "list", "--json") == []
+    forced = invoke("grant", "allow", "auth0|123", "db1/*/*", "--force", "--json")
+    assert forced["principal"] == "auth0|123"
+    assert invoke("grant", "allow", "alice", "db1/*/*", "--json")["principal"] == "alice"
+    assert invoke("grant", "deny", "*", "db2/*/*", "--json")["principal"] == "*"
 
 
 def test_describe_wraps_both_schemas_and_cuts_neither() -> None:
@@ -531,36 +699,8 @@ def test_a_navigator_whose_start_fails_says_so_in_one_line(
 def not_the_navigator() -> Any:
     """A web server that is not the navigator — another service on the port, or a proxy that
     redirects http to https — answering every request with the status it is given and a page."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Page(BaseHTTPRequestHandler):
-        status = 200
-
-        def _answer(self) -> None:
-            body = b"<html><body>not the navigator</body></html>"
-            self.send_response(self.status)
-            self.send_header("Location", "https://127.0.0.1/elsewhere")
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = do_DELETE = _answer
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """No request log: the server's stderr is the test's, and says nothing of use."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    def url(status: int) -> str:
-        Page.status = status
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield url
-    server.shutdown()
-    server.server_close()
+    with page_server(b"<html><body>not the navigator</body></html>") as url:
+        yield url
 
 
 @pytest.mark.parametrize("status", [200, 301, 308])

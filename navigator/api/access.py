@@ -11,16 +11,18 @@ from typing import Annotated, Any, Literal
 import httpx2
 from pydantic import AfterValidator, Field, StringConstraints
 
-from navigator.addresses import is_machine_name
+import registry
+from navigator.addresses import is_machine_name, refused_name
 from navigator.bodies import Body, is_printable
-from navigator.errors import InvalidAddress, InvalidArguments
+from navigator.errors import InvalidArguments, NotFound
 from navigator.grants import Caller, explain
 from navigator.limits import LIMITS
-from registry import AccessStore
+from registry import AccessStore, GrantRecord
 
 __all__ = [
     "GRANT_ID_MOST",
     "SCOPE_PATTERN",
+    "UNKNOWN_PRINCIPAL",
     "GrantBody",
     "HttpUrl",
     "ModuleName",
@@ -31,6 +33,7 @@ __all__ = [
     "expiry",
     "grant_verdict",
     "is_principal_name",
+    "write_grant",
 ]
 
 _PRINCIPAL_NAME = r"^[A-Za-z0-9_.@:-]+$"
@@ -108,6 +111,28 @@ class GrantBody(Body):
     target: str = Field(min_length=1, max_length=256)
     effect: Literal["allow", "deny"]
     scopes: list[Scope] = Field(default_factory=list, max_length=64)
+    #: A row for a name the registry holds no principal of: one made later, a JWT's subject.
+    force: bool = False
+
+
+#: Why a grant row for a name no principal has is refused, and the two ways on (ADR 0036).
+UNKNOWN_PRINCIPAL = (
+    "Unknown principal: the registry holds no principal of that name. Add it first (meshnav "
+    'principal add), or grant with --force ("force": true) for a name made later, such as a JWT '
+    "subject."
+)
+
+
+def write_grant(store: AccessStore, body: GrantBody) -> GrantRecord:
+    """The grant row of ``body``: one naming a principal the registry does not hold is refused,
+    unless ``force`` — a mistyped name granted nothing to anyone, and said nothing. ``*`` is
+    every caller, never unknown."""
+    if body.principal != "*" and not body.force:
+        try:
+            store.principal(body.principal)
+        except registry.NotFound:
+            raise NotFound(UNKNOWN_PRINCIPAL, extra={"pointer": "/principal"}) from None
+    return store.grant(body.principal, body.target, effect=body.effect, scopes=body.scopes)
 
 
 def checked_principal(body: PrincipalBody) -> PrincipalBody:
@@ -118,7 +143,7 @@ def checked_principal(body: PrincipalBody) -> PrincipalBody:
             extra={"pointer": "/name"},
         )
     if body.machine is not None and not is_machine_name(body.machine):
-        raise InvalidAddress("The machine name is not valid.")
+        raise refused_name("machine")
     return body
 
 

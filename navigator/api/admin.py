@@ -12,7 +12,14 @@ from typing import Any, Literal
 from pydantic import Field
 from starlette.requests import Request
 
-from navigator.addresses import MESH, is_machine_name, is_name, parse_address, parse_pattern
+from navigator.addresses import (
+    MESH,
+    is_machine_name,
+    is_name,
+    parse_address,
+    parse_pattern,
+    refused_name,
+)
 from navigator.api.access import (
     GRANT_ID_MOST,
     GrantBody,
@@ -24,6 +31,7 @@ from navigator.api.access import (
     checked_principal,
     expiry,
     grant_verdict,
+    write_grant,
 )
 from navigator.api.base import read_body, require_scope
 from navigator.bodies import Body
@@ -125,6 +133,8 @@ async def register_assignment(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, AssignmentRegistration)
     _name(body.machine, machine=True)
+    if not is_name(body.role):  # before an endpoint is pulled for it
+        raise refused_name("role")
     if body.tools is None and body.endpoint is None:
         raise InvalidArguments("Give an endpoint, tools, or both.")
     nodes = services(request).connections
@@ -295,11 +305,7 @@ async def add_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, GrantBody)
     parse_pattern(body.target)
-    row = await services(request).transact(
-        lambda session: AccessStore(session).grant(
-            body.principal, body.target, effect=body.effect, scopes=body.scopes
-        )
-    )
+    row = await services(request).transact(lambda session: write_grant(AccessStore(session), body))
     return row.as_json()
 
 
@@ -324,4 +330,4 @@ async def check_grant(request: Request) -> dict[str, Any]:
 
 def _name(name: str, *, machine: bool = False) -> None:
     if not (is_machine_name(name) if machine else is_name(name)):
-        raise InvalidAddress("The name is not valid.")
+        raise refused_name("machine" if machine else "role")

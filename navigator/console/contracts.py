@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
+from navigator.catalog import RETIRED
 from navigator.console.layout import (
     NO_GRANTS,
+    RETIRED_ASSIGNMENT,
     Page,
     assignment_href,
     empty_state,
@@ -23,6 +25,42 @@ from navigator.console.tables import Cell, breadcrumb, count_cell, facts, table
 from navigator.console.viewpoint import TOOLS_PAGE, AssignmentView, ToolView
 
 __all__ = ["assignment_page"]
+
+
+#: The bounds an argument's schema may set, and how the arguments table words each.
+BOUNDS = (
+    ("minimum", "at least {}"),
+    ("exclusiveMinimum", "more than {}"),
+    ("maximum", "at most {}"),
+    ("exclusiveMaximum", "less than {}"),
+    ("multipleOf", "a multiple of {}"),
+    ("minLength", "at least {} characters"),
+    ("maxLength", "at most {} characters"),
+    ("minItems", "at least {} items"),
+    ("maxItems", "at most {} items"),
+)
+
+
+def _value(value: Any) -> Markup:
+    return Markup("<code>{}</code>").format(json.dumps(value, ensure_ascii=False))
+
+
+def _accepts(prop: dict[str, Any]) -> Markup:
+    """What an argument takes beyond its type: its allowed values, its bounds, its default."""
+    said: list[Markup] = []
+    if isinstance(prop.get("enum"), list):
+        said.append(Markup("one of {}").format(Markup(", ").join(map(_value, prop["enum"]))))
+    if "const" in prop:
+        said.append(Markup("exactly {}").format(_value(prop["const"])))
+    for keyword, words in BOUNDS:
+        bound = prop.get(keyword)
+        if isinstance(bound, int | float) and not isinstance(bound, bool):
+            said.append(escape(words.format(bound)))
+    if isinstance(prop.get("pattern"), str):
+        said.append(Markup("matching {}").format(_value(prop["pattern"])))
+    if "default" in prop:
+        said.append(Markup("default {}").format(_value(prop["default"])))
+    return Markup("; ").join(said) if said else Markup('<span class="muted">—</span>')
 
 
 def _schema_rows(schema: Any) -> list[tuple[Cell, ...]]:
@@ -39,6 +77,7 @@ def _schema_rows(schema: Any) -> list[tuple[Cell, ...]]:
                 Markup("<code>{}</code>").format(name),
                 kind,
                 "yes" if name in required else "no",
+                _accepts(prop),
                 str(prop.get("description", "")),
             )
         )
@@ -65,7 +104,9 @@ def _tool_section(tool: ToolView) -> Markup:
         rows = _schema_rows(contract.get("inputSchema"))
         arguments = (
             table(
-                f"Arguments of {tool.name}", ("Argument", "Type", "Required", "Description"), rows
+                f"Arguments of {tool.name}",
+                ("Argument", "Type", "Required", "Accepts", "Description"),
+                rows,
             )
             if rows
             else Markup('<p class="muted">No named arguments.</p>')
@@ -132,6 +173,8 @@ def assignment_page(view: AssignmentView) -> Page:
     )
     if view.tools:
         tools = _pager(view) + join(_tool_section(t) for t in view.tools) + _pager(view)
+    elif holding.status == RETIRED:
+        tools = empty_state("Retired", RETIRED_ASSIGNMENT)
     else:
         tools = empty_state("No tools to show", NO_GRANTS)
     if view.truncated:

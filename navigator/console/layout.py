@@ -21,6 +21,8 @@ from navigator.grants import Caller
 
 __all__ = [
     "NO_GRANTS",
+    "RETIRED_ASSIGNMENT",
+    "RETIRED_MACHINE",
     "Page",
     "assignment_href",
     "document",
@@ -36,6 +38,14 @@ __all__ = [
 NO_GRANTS = Markup(
     "Your grants let you call no tool here. Tools appear once an operator grants you some "
     "(<code>meshnav grant allow PRINCIPAL TARGET</code>)."
+)
+RETIRED_MACHINE = Markup(
+    "This machine is retired: its tools are called by no one, and its node's registration is "
+    "refused until an operator adds it again (<code>POST /api/v1/machines</code>)."
+)
+RETIRED_ASSIGNMENT = Markup(
+    "This assignment is retired: its tools are called by no one until it is registered again, "
+    "by an operator or by its node."
 )
 STATUS_CLASSES = {"answering": "ok", "not answering": "down", "retired": "retired"}
 

@@ -23,8 +23,8 @@ from navigator.console.viewpoint import Viewpoint
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
+    NotFound,
     Unauthenticated,
-    UnknownTool,
     from_registry,
 )
 from navigator.numbers import whole_number
@@ -139,7 +139,7 @@ async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
 
 
 async def _missing(request: Request, viewpoint: Viewpoint) -> Page:
-    raise UnknownTool("There is no console page here.")
+    raise NotFound("There is no console page here.")
 
 
 async def mesh(request: Request) -> Response:

@@ -10,8 +10,10 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
+from navigator.catalog import RETIRED
 from navigator.console.layout import (
     NO_GRANTS,
+    RETIRED_MACHINE,
     Page,
     assignment_href,
     empty_state,
@@ -20,7 +22,7 @@ from navigator.console.layout import (
     status_badge,
     truncated_note,
 )
-from navigator.console.tables import Cell, breadcrumb, count_cell, facts, table
+from navigator.console.tables import Cell, breadcrumb, count_cell, facts, since_cell, table
 from navigator.console.viewpoint import Holding, MachineView, MeshView
 from registry import GrantRecord, PrincipalRecord
 from registry.models import utcnow
@@ -84,12 +86,14 @@ def _seats_table(view: MeshView) -> Markup:
 def mesh_page(view: MeshView) -> Page:
     parts = [Markup("<h1>The mesh</h1>")]
     if view.tools:
+        # the machines the tools are on: a retired one holds none, nor one of no tool of yours
+        holding = sum(1 for m in view.machines if m.tools and m.status != RETIRED)
         parts.append(
             Markup('<p class="lede">{} {} you may call, on {} {}.</p>').format(
                 view.tools,
                 "tool" if view.tools == 1 else "tools",
-                len(view.machines),
-                "machine" if len(view.machines) == 1 else "machines",
+                holding,
+                "machine" if holding == 1 else "machines",
             )
         )
     else:
@@ -137,7 +141,7 @@ def machine_page(machine: MachineView) -> Page:
                 "Reached at",
                 Markup("<code>{}</code>").format(machine.advertise) if machine.advertise else None,
             ),
-            ("Last heartbeat", machine.last_heartbeat),
+            ("Last heartbeat", since_cell(machine.last_heartbeat)),
         ]
     )
     body = (
@@ -145,7 +149,9 @@ def machine_page(machine: MachineView) -> Page:
         if machine.holdings
         else empty_state("No assignments", "This machine holds no assignments.")
     )
-    if not machine.tools:
+    if machine.status == RETIRED:  # its tools are gone for everyone, not for want of grants
+        body = empty_state("Retired", RETIRED_MACHINE) + body
+    elif not machine.tools:
         body = empty_state("No tools to show", NO_GRANTS) + body
     if machine.truncated:
         body = truncated_note("assignment", f"meshnav mesh {machine.name}") + body
@@ -211,6 +217,21 @@ def grants_page(listing: GrantsListing, principal: str | None) -> Page:
         if principal
         else Markup("")
     )
+    if principal and not any(g.principal == principal for g in grants):
+        # its own rows are none; the * rows shown (if any) still apply to it
+        showing += empty_state(
+            "No rows of its own",
+            Markup(
+                "No grant row names <strong>{}</strong>; {} Add one with "
+                "<code>meshnav grant allow {} TARGET</code>."
+            ).format(
+                principal,
+                Markup("the rows for <code>*</code> below apply to it.")
+                if rows
+                else Markup("no row for <code>*</code> applies to it either."),
+                principal,
+            ),
+        )
     main = Markup(
         '<h1>Grants</h1><p class="lede">Who may call what. Change them with '
         "<code>meshnav grant</code> or the admin API; the navigator reads them again on every "
@@ -226,6 +247,8 @@ def grants_page(listing: GrantsListing, principal: str | None) -> Page:
         showing,
         table("Grant rows", ("ID", "Principal", "Target", "Scopes", "Effect", "Revision"), rows)
         if rows
+        else Markup("")
+        if principal
         else empty_state("No grant rows", "Nobody may call anything yet."),
         _more(len(rows), listing.grant_count, "grant rows", "meshnav grant list"),
     )

@@ -7,12 +7,13 @@ narrow screen can stack a row into labelled lines (``console.css``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from markupsafe import Markup
 
 from navigator.console.layout import join
 
-__all__ = ["Cell", "breadcrumb", "count_cell", "facts", "table"]
+__all__ = ["Cell", "breadcrumb", "count_cell", "facts", "since_cell", "table"]
 
 Cell = Markup | str | int
 
@@ -61,3 +62,25 @@ def facts(pairs: Sequence[tuple[str, Cell | None]]) -> Markup:
         if value is not None
     )
     return Markup('<dl class="facts">{}</dl>').format(items)
+
+
+def ago(seconds: float) -> str:
+    """How long ago, as a person reads it: "3 s ago", "4 min ago", "2 h ago", "5 d ago"."""
+    whole = max(0, int(seconds))
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if whole >= size:
+            return f"{whole // size} {unit} ago"
+    return f"{whole} s ago"
+
+
+def since_cell(at: str | None, now: datetime | None = None) -> Cell | None:
+    """A moment (ISO 8601) as how long ago it was, the moment itself on hover and in
+    ``datetime`` (``console.js`` keeps the words current between updates)."""
+    if at is None:
+        return None
+    moment = datetime.fromisoformat(at)
+    seconds = ((now or datetime.now(UTC)) - moment).total_seconds()
+    shown = moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return Markup('<time datetime="{}" title="{}" data-ago>{}</time>').format(
+        shown, shown, ago(seconds)
+    )

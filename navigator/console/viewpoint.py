@@ -17,6 +17,7 @@ from navigator.catalog import RETIRED, Catalog
 from navigator.errors import (
     InvalidCursor,
     NavigatorError,
+    NotFound,
     ToolGrantsChanged,
     ToolNotGranted,
     UnknownTool,
@@ -25,7 +26,6 @@ from navigator.grants import Caller
 from navigator.service import Navigator
 from navigator.tokens import ADMIN_SCOPE
 from navigator.views import assignment_views, machine_view, mesh_view
-from navigator.walk import NOTHING_HERE
 
 __all__ = [
     "TOOLS_PAGE",
@@ -37,6 +37,10 @@ __all__ = [
     "Viewpoint",
 ]
 
+#: A console page's answer for a machine, or an assignment or seat, it cannot show: none is
+#: there, or — to a viewer who is no operator — none of its tools is theirs to call.
+NO_MACHINE = "No such machine: meshnav mesh lists the machines you may call tools on."
+NO_ASSIGNMENT = "No such assignment or seat: meshnav mesh MACHINE lists those you may call."
 #: Tools described (with their schemas) on one page of an assignment.
 TOOLS_PAGE = 50
 #: Pages of a ``seats`` listing followed for one view (100 entries each).
@@ -208,11 +212,11 @@ class Viewpoint:
 
     async def machine(self, name: str) -> MachineView:
         if not is_machine_name(name):
-            raise UnknownTool(NOTHING_HERE)
+            raise NotFound(NO_MACHINE)
         listing = await self._listing(name)
         if not self.operator:
-            if listing is None:
-                raise UnknownTool(NOTHING_HERE)
+            if listing is None:  # one with no tool of the viewer's is no machine of theirs
+                raise NotFound(NO_MACHINE)
             entries = listing["entries"]
             return MachineView(
                 name=name,
@@ -223,7 +227,7 @@ class Viewpoint:
             )
         found = machine_view(self.catalog, name)
         if found is None:
-            raise UnknownTool("No such machine.")
+            raise NotFound(NO_MACHINE)
         counts = {} if listing is None else {e["address"]: e for e in listing["entries"]}
         truncated = listing is not None and listing["truncated"]
         if any(a["kind"] == "seat" for a in found["assignments"]):
@@ -245,11 +249,11 @@ class Viewpoint:
         if self.operator:
             known = assignment_views(self.catalog, parsed)
             if not known:
-                raise UnknownTool(NOTHING_HERE)
+                raise NotFound(NO_ASSIGNMENT)
             known.sort(key=lambda a: a["status"] == RETIRED)
             holding = _operator_holding(known[0], {address: {"tools": len(entries)}})
         elif listing is None:
-            raise UnknownTool(NOTHING_HERE)
+            raise NotFound(NO_ASSIGNMENT)
         else:
             holding = Holding(
                 address=address,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import MeshHarness
+from tests.harness import MeshHarness, free_port, page_server
 
 ECHO_SERVER = Path(__file__).resolve().parents[1] / "mesh" / "fixtures" / "echo_server.py"
 
@@ -156,6 +156,27 @@ def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str)
     assert "db1/sqlite" in tree and "answering" in tree
     grants = meshnav(mesh, admin, "grant", "list").stdout
     assert "*/*/*" in grants  # the agent's grant
+    principals = meshnav(mesh, admin, "principal", "list").stdout  # was JSON without --json
+    assert "principals" in principals and "cli-admin" in principals and "mesh:admin" in principals
+    assert not principals.lstrip().startswith("[")
+
+
+def test_register_says_what_it_registered_and_what_it_refused(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    """Without ``--json``, register printed its JSON answer: a person reads a line, and a table
+    of the tools refused with the reason of each."""
+    tools = [
+        {"name": "lookup", "inputSchema": {"type": "object"}},
+        {"name": "bad name", "inputSchema": {"type": "object"}},
+    ]
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps({"tools": tools}))
+    said = meshnav(mesh, admin, "register", "cli-said", "docs", "--tools-file", str(tools_file))
+    assert said.stdout.startswith("cli-said/docs: registered 1 tool\n")
+    assert "refused" in said.stdout and "bad name" in said.stdout
+    assert "name outside the address grammar" in said.stdout
+    as_json(mesh, admin, "retire", "cli-said")
 
 
 def test_text_from_the_mesh_is_drawn_as_text_not_markup(
@@ -278,3 +299,59 @@ def test_a_node_served_assignment_is_not_pulled_it_is_pushed(mesh: MeshHarness, 
     assert (refreshed.status_code, refreshed.json()["error"]) == (409, "conflict")
     token: str = mesh.agent_token  # type: ignore[attr-defined]
     assert as_json(mesh, token, "describe", "db1/sqlite/query")["address"] == "db1/sqlite/query"
+
+
+@pytest.mark.parametrize(
+    ("where", "cause", "said"),
+    [
+        ("refused", "connection_refused", "(connection refused): is the server running there?"),
+        ("tls", "tls", "The TLS handshake with the endpoint failed"),
+        ("404", "http_status", "answered HTTP 404: check the URL's path"),
+        ("401", "http_status", "answered HTTP 401: the server wants credentials"),
+        ("200", "not_mcp", "answered, but not as an MCP server"),
+    ],
+)
+def test_a_registration_that_cannot_pull_names_the_cause(
+    mesh: MeshHarness, admin: str, where: str, cause: str, said: str
+) -> None:
+    """Every failure to pull the endpoint's tools was "The server at that endpoint could not be
+    read": the operator typed the URL and could not tell a stopped server from a wrong path or
+    a certificate. The kind of failure is named; the page it answered is not (ADR 0036)."""
+    with page_server(b"<html>PAGE-CANARY</html>") as page:
+        endpoint = {
+            "refused": f"http://127.0.0.1:{free_port()}/mcp",
+            "tls": page(200).replace("http://", "https://") + "/mcp",
+        }.get(where) or page(int(where)) + "/mcp"
+        arguments = ("register", "cli-pull", "echo", "--endpoint", endpoint)
+        line = meshnav(mesh, admin, *arguments, code=1).stderr
+        body = json.loads(meshnav(mesh, admin, *arguments, "--json", code=1).stderr)
+    assert line.startswith("meshnav: node_unavailable: ") and line.count("\n") == 1
+    assert said in line
+    assert "CANARY" not in line and "CANARY" not in json.dumps(body)
+    assert (body["error"], body["cause"]) == ("node_unavailable", cause)
+
+
+@pytest.mark.parametrize(
+    ("machine", "role", "kind"),
+    [("Ext 1", "search", "machine"), ("mesh", "search", "machine"), ("ext1", "Search", "role")],
+)
+def test_a_refused_name_quotes_the_grammar(
+    mesh: MeshHarness, admin: str, machine: str, role: str, kind: str
+) -> None:
+    """``register 'Ext 1' …`` answered "The name is not valid." with nothing to say what is."""
+    tools = ("--endpoint", f"http://127.0.0.1:{free_port()}/mcp")  # never pulled: refused first
+    line = meshnav(mesh, admin, "register", machine, role, *tools, code=1).stderr
+    assert line.startswith(f"meshnav: invalid_address: The {kind} name is not valid: lower-case")
+    assert "[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?" in line
+    assert ("mesh is no machine's name" in line) == (kind == "machine")
+    assert "Ext 1" not in line
+
+
+def test_a_grant_for_an_unknown_principal_is_refused_through_the_api(
+    mesh: MeshHarness, admin: str
+) -> None:
+    line = meshnav(mesh, admin, "grant", "allow", "cli-nobody", "db1/*/*", code=1).stderr
+    assert line.startswith("meshnav: not_found: Unknown principal")
+    forced = as_json(mesh, admin, "grant", "allow", "cli-nobody", "db1/*/*", "--force")
+    assert forced["principal"] == "cli-nobody"
+    meshnav(mesh, admin, "grant", "revoke", str(forced["id"]))

@@ -8,6 +8,7 @@ is made this way).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -252,3 +253,28 @@ def test_signing_out_ends_the_session_the_browser_held(
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     assert "Signed in as" not in httpx.get(console_mesh.url + "/", cookies=copied, timeout=10).text
+
+
+def test_a_heartbeat_reads_how_long_ago_and_shows_its_time_on_hover(
+    console_mesh: ConsoleMesh, recorded: Recorded
+) -> None:
+    """A machine's last heartbeat was a raw ISO timestamp. It reads "3 s ago", kept current by
+    the page between updates, with the moment itself on hover (its title)."""
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+    page.goto(console_mesh.url + "/console/machines/db1")
+    beat = page.locator("main time[data-ago]")
+    expect(beat).to_have_text(re.compile(r"^\d+ s ago$"))
+    moment = str(beat.get_attribute("datetime"))
+    assert beat.get_attribute("title") == moment
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", moment), moment
+    beat.hover()
+    expect(beat).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\dT"))
+    # a page left open: the words follow the clock, not only the next live update (a moment
+    # of its own, outside <main>, which a live update would replace)
+    page.evaluate(
+        "() => { const t = document.createElement('time'); t.id = 'probe';"
+        " t.dataset.ago = ''; t.textContent = 'just now';"
+        " t.setAttribute('datetime', new Date(Date.now() - 125000).toISOString());"
+        " document.body.append(t); }"
+    )
+    expect(page.locator("#probe")).to_have_text("2 min ago")

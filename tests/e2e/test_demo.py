@@ -11,11 +11,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.harness import STARTUP_S, free_ports
+from tests.harness import STARTUP_S, free_ports, mcp_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
@@ -60,3 +61,66 @@ def test_the_demo_stops_its_nodes_when_it_is_stopped(tmp_path: Path, stop: signa
             os.killpg(demo.pid, signal.SIGKILL)
         demo.wait()
         log.close()
+
+
+@contextlib.contextmanager
+def _demo(tmp_path: Path, port: int, *flags: str) -> Iterator[str]:
+    """The demo on ``port`` with its data in ``tmp_path/demo``, until it answers; its output."""
+    out = tmp_path / "demo.out"
+    with out.open("wb") as log:
+        where = ["--listen", f"127.0.0.1:{port}", "--data", str(tmp_path / "demo")]
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "meshnav", "demo", *where, *flags],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + STARTUP_S
+            while b"nodes answering" not in out.read_bytes():
+                assert demo.poll() is None, out.read_text()
+                assert time.monotonic() < deadline, "the demo did not start"
+                time.sleep(0.1)
+            yield out.read_text()
+        finally:
+            demo.send_signal(signal.SIGTERM)
+            try:
+                demo.wait(timeout=30)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(demo.pid, signal.SIGKILL)
+                demo.wait()
+
+
+async def _seats(port: int, token: str) -> bool:
+    """Whether the navigator on ``port`` takes ``token``: its client lists the walker tools."""
+    try:
+        async with mcp_client(f"http://127.0.0.1:{port}", token) as client:
+            return len(await client.list_tools()) == 4
+    except Exception:
+        return False
+
+
+async def test_the_demo_keeps_its_token_and_its_files_private(tmp_path: Path) -> None:
+    """A client configured with the demo's token stopped working at every restart: each start
+    rotated it. It is kept while the data folder is (``--fresh`` starts over), and what the demo
+    writes there is readable by its owner alone: its log and databases were mode 0644."""
+    port = free_ports(4)
+    data = tmp_path / "demo"
+    with _demo(tmp_path, port):
+        first = (data / "demo.token").read_text().strip()
+        private = ["registry.db", "demo.token", "nodes.log", "db1/inventory.db"]
+        private += ["db2/customers.db", "web1/notes.db"]
+        modes = {name: oct((data / name).stat().st_mode & 0o777) for name in private}
+        assert modes == dict.fromkeys(private, oct(0o600))
+        for folder in (data, data / "db1", data / "db2", data / "web1"):
+            assert folder.stat().st_mode & 0o077 == 0, folder
+    with _demo(tmp_path, port) as said:
+        assert (data / "demo.token").read_text().strip() == first
+        assert first in said
+        assert await _seats(port, first)
+    with _demo(tmp_path, port, "--fresh"):
+        fresh = (data / "demo.token").read_text().strip()
+        assert fresh != first
+        assert await _seats(port, fresh)
+        assert not await _seats(port, first)

@@ -319,7 +319,7 @@ def test_stdio_bad_token_stops_the_navigator_with_one_line(
     done = _stdio(inspector, "mnv_not-a-token", mesh.database_url, "--method", "tools/list")
     assert done.returncode != 0, _explain(done)
     ours = [line for line in done.stderr.splitlines() if line.startswith("meshnav:")]
-    assert ours == [BAD_TOKEN_MESSAGE], _explain(done)
+    assert len(ours) == 1 and ours[0].startswith(BAD_TOKEN_MESSAGE), _explain(done)
     assert "Traceback" not in done.stderr, _explain(done)
 
 
@@ -337,4 +337,5 @@ def test_stdio_navigator_without_a_token_refuses_to_start(mesh: MeshHarness) -> 
     )
     assert done.returncode == 1, _explain(done)
     assert done.stdout == ""
-    assert done.stderr.strip().splitlines() == [BAD_TOKEN_MESSAGE], _explain(done)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(BAD_TOKEN_MESSAGE), _explain(done)

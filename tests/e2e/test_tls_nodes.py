@@ -123,6 +123,9 @@ async def test_a_tls_server_registered_by_url_is_read_with_the_same_trust(tmp_pa
     async with serving(server_app.http_app(), ssl_certfile=str(cert), ssl_keyfile=str(key)) as port:
         url = f"https://127.0.0.1:{port}/mcp"
         pulled = await pull_tools(url, settings.node_trust())
-        with pytest.raises(NodeUnavailable):
+        with pytest.raises(NodeUnavailable) as untrusted:
             await pull_tools(url)  # the system's CAs alone
     assert [tool["name"] for tool in pulled] == ["hello"]
+    # the operator is told it is the certificate's trust, and where to give it (ADR 0036)
+    assert untrusted.value.extra["cause"] == "tls"
+    assert "--node-ca" in untrusted.value.message

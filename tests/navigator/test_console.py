@@ -10,7 +10,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -364,6 +364,152 @@ async def test_operator_sees_every_machine_but_only_the_tools_granted(tmp_path: 
     assert "No tools to show" in db2.text
     assert "db2/node/uptime" not in db2.text
     assert 'status status-retired">retired' in after.text
+
+
+async def test_a_retired_machine_and_assignment_say_they_are_retired(tmp_path: Path) -> None:
+    """A retired machine's page said "Your grants let you call no tool here": the operator
+    looked for a missing grant. It says it is retired, and how it comes back."""
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        await console.services.transact(
+            lambda session: AccessStore(session).grant("root", "*/*/*", effect="allow")
+        )
+        await console.services.registrar.retire("db1", "sqlite")
+        await console.services.registrar.retire("db2", None)
+        machine = await client.get("/console/machines/db2")
+        assignment = await client.get("/console/assignments/db1/sqlite")
+    for page in (machine, assignment):
+        assert page.status_code == 200
+        assert '<p class="empty-title">Retired</p>' in page.text
+        assert "Your grants let you call no tool here" not in page.text
+    assert "This machine is retired" in machine.text and "POST /api/v1/machines" in machine.text
+    assert "This assignment is retired" in assignment.text
+
+
+async def test_retired_machines_are_not_counted_among_those_the_tools_are_on(
+    tmp_path: Path,
+) -> None:
+    """An operator's lede counted every machine of the operators' view — retired ones, and ones
+    holding no tool of theirs: "2 tools you may call, on 3 machines"."""
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        await console.services.transact(
+            lambda session: AccessStore(session).grant("root", "*/*/*", effect="allow")
+        )
+        await console.services.registrar.retire("db2", None)
+        mesh = await client.get("/")
+    assert "4 tools you may call, on 1 machine." in mesh.text  # db1's three and the seat's one
+
+
+@pytest.mark.parametrize("who", ["root", "alice"])
+async def test_an_unknown_machine_is_no_such_machine(tmp_path: Path, who: str) -> None:
+    """A machine page for a name no machine has answered ``unknown_tool``: there is no tool
+    in question. It is ``not_found``, "No such machine"; an assignment likewise."""
+    async with console_app(tmp_path) as console, console.signed_in(who) as client:
+        machine = await client.get("/console/machines/db9")
+        bad = await client.get("/console/machines/DB9")
+        assignment = await client.get("/console/assignments/db1/nothing")
+        fragment = await client.get("/console/machines/db9", headers={"x-meshnav-fragment": "1"})
+    for page in (machine, bad, fragment):
+        assert page.status_code == 404
+        assert "No such machine" in page.text
+        assert "unknown_tool" not in page.text
+    assert "<code>not_found</code>" in machine.text
+    assert assignment.status_code == 404 and "No such assignment" in assignment.text
+
+
+async def test_a_principal_with_no_rows_of_its_own_is_not_told_nobody_may_call(
+    tmp_path: Path,
+) -> None:
+    """The grants page filtered to a principal with no rows said "Nobody may call anything yet",
+    with other principals' rows in the registry. It says that principal has no rows of its own,
+    and whether the rows for ``*`` apply to it."""
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        alone = await client.get("/console/grants", params={"principal": "nobody"})
+        await console.services.transact(
+            lambda session: AccessStore(session).grant("*", "db2/*/*", effect="allow")
+        )
+        with_every = await client.get("/console/grants", params={"principal": "nobody"})
+        own = await client.get("/console/grants", params={"principal": "alice"})
+    for page in (alone, with_every):
+        assert "Nobody may call anything yet" not in page.text
+        assert "No rows of its own" in page.text
+        assert "No grant row names <strong>nobody</strong>" in page.text
+    assert "no row for <code>*</code> applies to it either" in alone.text
+    assert "the rows for <code>*</code> below apply to it" in with_every.text
+    assert "<code>db2/*/*</code>" in with_every.text
+    assert "No rows of its own" not in own.text
+
+
+async def test_a_machines_heartbeat_is_how_long_ago_with_the_time_on_hover(
+    tmp_path: Path,
+) -> None:
+    """The last heartbeat was an ISO timestamp with microseconds to read and subtract."""
+    async with console_app(tmp_path) as console, console.signed_in("root") as client:
+        at = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=3)
+
+        def beat(session: Any) -> None:
+            session.execute(
+                update(Machine)
+                .where(Machine.name == "db1")
+                .values(last_heartbeat_at=at, heartbeat_s=30, advertise_url="http://127.0.0.1:9/")
+            )
+
+        await console.services.transact(beat)
+        await console.services.catalog.refresh_heartbeats()
+        page = await client.get("/console/machines/db1")
+    shown = at.isoformat().replace("+00:00", "Z")
+    found = re.search(
+        rf'<time datetime="{shown}" title="{shown}" data-ago>(\d+) s ago</time>', page.text
+    )
+    assert found, page.text
+    assert 3 <= int(found.group(1)) < 60
+
+
+def test_how_long_ago_is_worded_in_the_largest_whole_unit() -> None:
+    from navigator.console.tables import ago
+
+    assert [ago(s) for s in (0, 3.9, 59, 60, 3_599, 3_600, 86_399, 86_400 * 5)] == [
+        *["0 s ago", "3 s ago", "59 s ago", "1 min ago", "59 min ago", "1 h ago", "23 h ago"],
+        "5 d ago",
+    ]
+
+
+async def test_the_arguments_table_shows_allowed_values_bounds_and_defaults(
+    tmp_path: Path,
+) -> None:
+    """The arguments table showed a name, a type and a description: an agent's operator could
+    not see which values a ``database`` takes, or how many rows at most, without the JSON."""
+    report = {
+        "name": "report",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "format": {"type": "string", "enum": ["csv", "json"], "default": "csv"},
+                "rows": {"type": "integer", "minimum": 1, "maximum": 500},
+                "name": {"type": "string", "maxLength": 40, "pattern": "^[a-z]+$"},
+                "mode": {"const": "fast"},
+                "plain": {"type": "boolean"},
+            },
+        },
+    }
+    async with console_app(tmp_path) as console, console.signed_in("alice") as client:
+        await console.register("db1", AssignmentSpec(role="reports", module="r", tools=[report]))
+        page = await client.get("/console/assignments/db1/reports")
+    cells = dict(
+        re.findall(
+            r'<th data-label="Argument" scope="row"><code>(\w+)</code></th>'
+            r'.*?<td data-label="Accepts">(.*?)</td>',
+            page.text,
+            re.S,
+        )
+    )
+    assert cells["format"] == (
+        "one of <code>&#34;csv&#34;</code>, <code>&#34;json&#34;</code>; "
+        "default <code>&#34;csv&#34;</code>"
+    )
+    assert cells["rows"] == "at least 1; at most 500"
+    assert cells["name"] == "at most 40 characters; matching <code>&#34;^[a-z]+$&#34;</code>"
+    assert cells["mode"] == "exactly <code>&#34;fast&#34;</code>"
+    assert cells["plain"] == '<span class="muted">—</span>'
 
 
 async def test_grants_page_needs_mesh_admin(tmp_path: Path) -> None:

@@ -251,7 +251,7 @@ async def test_a_grant_id_is_ascii_digits_within_the_column(tmp_path: Path) -> N
     async with navigator(tmp_path) as (client, tokens, services):
         made = await client.post(
             "/api/v1/grants",
-            json={"principal": "alice", "target": "*/*/*", "effect": "allow"},
+            json={"principal": "root", "target": "*/*/*", "effect": "allow"},
             headers=bearer(tokens["root"]),
         )
         assert made.status_code == 200, made.text
@@ -360,7 +360,7 @@ async def test_a_control_character_in_a_name_is_refused_at_the_door(tmp_path: Pa
             await client.post("/api/v1/principals/x%00y/rotate", json={}, headers=root),
             await client.post("/api/v1/machines/x%00/retire", headers=root),
         ]
-        subject = {"principal": "auth0|123", "target": "db1/*/*", "effect": "allow"}
+        subject = {"principal": "auth0|123", "target": "db1/*/*", "effect": "allow", "force": True}
         taken = await client.post("/api/v1/grants", json=subject, headers=root)
         grants = await services.transact(lambda session: AccessStore(session).grants())
     for answer in refused:
@@ -369,6 +369,32 @@ async def test_a_control_character_in_a_name_is_refused_at_the_door(tmp_path: Pa
         assert "x\\u0000y" not in answer.text and "x%00y" not in answer.text  # never echoed
     assert taken.status_code == 200
     assert [grant.principal for grant in grants] == ["auth0|123"]
+
+
+async def test_a_grant_for_a_principal_the_registry_does_not_hold_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A grant naming a mistyped principal was taken with 200: a row that grants nobody
+    anything, and said nothing. It is ``not_found`` naming the way on; ``force`` keeps a row for
+    a name made later (a JWT's subject); ``*`` is every caller (ADR 0036)."""
+    async with navigator(tmp_path) as (client, tokens, services):
+        root = bearer(tokens["root"])
+        body = {"principal": "r00t", "target": "db1/*/*", "effect": "allow"}
+        refused = await client.post("/api/v1/grants", json=body, headers=root)
+        forced = await client.post("/api/v1/grants", json={**body, "force": True}, headers=root)
+        every = {"principal": "*", "target": "db2/*/*", "effect": "deny"}
+        anyone = await client.post("/api/v1/grants", json=every, headers=root)
+        known = {"principal": "node-a", "target": "db3/*/*", "effect": "allow"}
+        named = await client.post("/api/v1/grants", json=known, headers=root)
+        grants = await services.transact(lambda session: AccessStore(session).grants())
+    assert refused.status_code == 404, refused.text
+    answer = refused.json()
+    assert (answer["error"], answer["pointer"]) == ("not_found", "/principal")
+    assert answer["message"].startswith("Unknown principal")
+    assert "--force" in answer["message"] and "meshnav principal add" in answer["message"]
+    assert "r00t" not in refused.text
+    assert [a.status_code for a in (forced, anyone, named)] == [200, 200, 200]
+    assert [g.principal for g in grants] == ["r00t", "*", "node-a"]
 
 
 async def test_a_control_character_in_a_url_or_module_is_refused_at_the_door(

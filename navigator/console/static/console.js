@@ -173,3 +173,33 @@
   say("offline", "Connecting…");
   connect();
 })();
+
+/* "3 s ago": a moment the page shows (<time data-ago datetime=…>, the moment itself on hover)
+ * kept current between live updates, in the words the navigator writes (console/tables.py). */
+(() => {
+  "use strict";
+
+  const ago = (seconds) => {
+    const whole = Math.max(0, Math.floor(seconds));
+    for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+      if (whole >= size) {
+        return `${Math.floor(whole / size)} ${unit} ago`;
+      }
+    }
+    return `${whole} s ago`;
+  };
+
+  const tick = () => {
+    for (const element of document.querySelectorAll("time[data-ago]")) {
+      const at = Date.parse(element.getAttribute("datetime"));
+      if (!Number.isNaN(at)) {
+        const text = ago((Date.now() - at) / 1000);
+        if (element.textContent !== text) {
+          element.textContent = text;
+        }
+      }
+    }
+  };
+
+  window.setInterval(tick, 1000);
+})();
