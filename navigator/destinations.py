@@ -46,6 +46,7 @@ __all__ = [
     "DestinationRefused",
     "Destinations",
     "GuardedBackend",
+    "HostUnresolved",
     "caused_by",
     "parse_networks",
 ]
@@ -145,6 +146,11 @@ async def system_resolve(host: str, port: int) -> Sequence[str]:
     """The system resolver's addresses for ``host``, in its order."""
     found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return [str(entry[4][0]) for entry in found]
+
+
+class HostUnresolved(httpcore2.ConnectError):
+    """The host name did not resolve. A type of its own, since httpcore's pool re-raises a
+    connection's failure ``from None``: the resolver's own error does not survive as a cause."""
 
 
 class DestinationRefused(httpcore2.ConnectError):
@@ -282,7 +288,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
                 found = await self._destinations.resolve(host, port)
                 return [ipaddress.ip_address(a.partition("%")[0]) for a in found]
             except (OSError, ValueError):
-                raise httpcore2.ConnectError("the host name did not resolve") from None
+                raise HostUnresolved("the host name did not resolve") from None
         assert scope.cancelled_caught
         raise httpcore2.ConnectTimeout("the host name did not resolve in time")
 

@@ -11,7 +11,13 @@ import anyio
 import httpx2
 
 from navigator.bounded import Budget, bounded_client
-from navigator.destinations import REFUSED_AT_CONNECT, DestinationRefused, Destinations, caused_by
+from navigator.destinations import (
+    REFUSED_AT_CONNECT,
+    DestinationRefused,
+    Destinations,
+    HostUnresolved,
+    caused_by,
+)
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
@@ -133,7 +139,7 @@ def _pull_failure(
                 "certificate is not one the navigator trusts (give its CA with --node-ca, "
                 "MESHNAV_NODE_CA).",
             )
-        if any(isinstance(e, socket.gaierror) for e in chain):
+        if any(isinstance(e, socket.gaierror | HostUnresolved) for e in chain):
             return unavailable("dns", "The endpoint's host name does not resolve.")
         if any(isinstance(e, ConnectionRefusedError) for e in chain):
             return unavailable(
