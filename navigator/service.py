@@ -49,7 +49,7 @@ from navigator.validation import (
 from navigator.walk import authorised_contracts, walk
 from registry import Registry, read_grant_revision, read_snapshot
 
-__all__ = ["Navigator"]
+__all__ = ["WALKER_ARGUMENTS", "Navigator"]
 
 T = TypeVar("T")
 
@@ -59,6 +59,13 @@ logger = logging.getLogger("meshnav.navigator")
 _NOT_CANONICAL = (
     "The arguments hold an integer beyond 2^53 - 1, which this call's confirmation or call token "
     "cannot bind (RFC 8785)."
+)
+
+#: The walker tools' argument names (``navigator.tools`` declares these and no others): a member
+#: of these names where a schema does not take it is pointed at (an agent that puts ``confirm``
+#: in ``args``, or ``limit`` in ``describe``), as a name the caller was given (ADR 0035).
+WALKER_ARGUMENTS = frozenset(
+    {"address", "cursor", "query", "limit", "within", "schemas", "args", "confirm"}
 )
 
 #: Room for ``nextCursor`` and ``_meta`` in a paged answer.
@@ -388,7 +395,7 @@ class Navigator:
         if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-        compiled.validate(arguments)
+        compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)

@@ -27,7 +27,7 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.limits import LIMITS
-from navigator.service import Navigator
+from navigator.service import WALKER_ARGUMENTS, Navigator
 from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
 from registry import RegistryError
 
@@ -71,7 +71,7 @@ class WalkerTool(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            check_arguments(self._checker(), arguments)
+            check_arguments(self._checker(), arguments, self.name)
             return await self.answer(arguments)
         except NavigatorError as error:
             return error_answer(error)
@@ -156,10 +156,11 @@ def _blocks(result: CallToolResult) -> list[dict[str, Any]]:
     ]
 
 
-def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
+def check_arguments(checker: CompiledSchema, arguments: dict[str, Any], tool: str) -> None:
     """A walker's own arguments against its schema: any failure, a size bound included, is
-    ``invalid_arguments`` (SPEC §9). ``call``'s ``args`` is checked only as an object here; it is
-    the tool's to judge, after its address, its existence and the grants (SPEC §3)."""
+    ``invalid_arguments`` (SPEC §9) at the member's pointer, naming where the schema is read:
+    ``tools/list``. ``call``'s ``args`` is checked only as an object here; it is the tool's to
+    judge, after its address, its existence and the grants (SPEC §3)."""
     own = {
         name: {} if name == "args" and isinstance(value, dict) else value
         for name, value in arguments.items()
@@ -167,7 +168,11 @@ def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
     if not is_unicode_text(own):
         raise InvalidArguments(NOT_UNICODE)
     try:
-        checker.validate(own)
+        checker.validate(
+            own,
+            next_step=f"Read {tool}'s inputSchema in tools/list",
+            given_names=WALKER_ARGUMENTS,
+        )
     except ToolValidationUnavailable:
         raise InvalidArguments("The arguments are larger than this tool takes.") from None
 
