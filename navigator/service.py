@@ -20,7 +20,14 @@ from mcp_types import CallToolResult
 
 from mesh.calltokens import sign_call_token
 from mesh.digests import arguments_digest, digest
-from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_address
+from navigator.addresses import (
+    COLLAPSED,
+    LOWER_CASE,
+    parse_collapsed,
+    parse_pattern,
+    parse_tool_address,
+    parse_walk_address,
+)
 from navigator.answers import fit_entries, wire_size
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
 from navigator.confirmation import Confirmations, Elicitor
@@ -33,9 +40,11 @@ from navigator.errors import (
     ToolGrantsChanged,
     ToolNotGranted,
     ToolSchemaTooLarge,
+    UnknownTool,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
+from navigator.nearby import holders_of, nearby
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
 from navigator.search import Hit, shown_holders
@@ -114,18 +123,67 @@ class Navigator:
         return compile_permissions(caller, snapshot)
 
     async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
-        """SPEC §3's first two steps of a call: the tool exists and is not retired
-        (``unknown_tool``), and the caller's grants, read now, allow it (``tool_not_granted``).
-        ``fresh`` reads the grants from the registry even when the request's token came with
-        them: the request began long enough ago that they may have changed."""
-        tool = self.catalog.tool(address)
+        """SPEC §3's first two steps of a call, as ``describe`` takes them too: the address parses
+        as one tool's, the caller's grants, read now, could reach it at all (else
+        ``tool_not_granted`` whether a tool is there or not, ADR 0035), the tool exists and is not
+        retired (``unknown_tool``, naming near addresses the caller may call), and the grants
+        allow it (``tool_not_granted``). ``fresh`` reads the grants from the registry even when
+        the request's token came with them: the request began long enough ago that they may
+        have changed."""
+        try:
+            parsed = parse_tool_address(address)
+        except InvalidAddress as error:
+            raise await self._address_help(caller, address, error) from None
         if fresh:
             permissions = await self._read(lambda: self._read_permissions(caller))
         else:
             permissions = await self.permissions(caller)
-        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
+        holder, role, name = parsed.holder, str(parsed.role), str(parsed.tool)
+        if not permissions.covers(holder, role, name):
+            raise ToolNotGranted()
+        tool = self.catalog.find_tool(str(parsed))
+        if tool is None:
+            raise _unknown(nearby(self.catalog, permissions, parsed))
+        if not permissions.decide(holder, role, name).allowed:
             raise ToolNotGranted()
         return tool
+
+    async def _address_help(
+        self, caller: Caller, address: object, error: InvalidAddress
+    ) -> InvalidAddress:
+        """``error`` with what the caller may use instead: for a collapsed ``*/ROLE/TOOL``, the
+        first holders it may call it on; for an address in the wrong case, the address in lower
+        case when it may call that. Anything else stands as it was."""
+        collapsed = parse_collapsed(address)
+        if collapsed is not None:
+            role, name = collapsed
+            permissions = await self.permissions(caller)
+            holders, node_seat = holders_of(self.catalog, permissions, role, name)
+            if not holders:
+                return InvalidAddress(f"{COLLAPSED} {_NO_HOLDER}")
+            example = f"{holders[0]}/{role}/{name}"
+            seats = (
+                f"seats '*/{role}' lists every holder you may call it on"
+                if node_seat
+                else "seats lists the machines you may call tools on"
+            )
+            return InvalidAddress(
+                f"{COLLAPSED} Pick one of 'holders', e.g. {example}; {seats}.",
+                extra={"holders": holders},
+            )
+        if error.message == LOWER_CASE and isinstance(address, str):
+            try:
+                lowered = parse_tool_address(address.lower())
+            except InvalidAddress:
+                return error
+            permissions = await self.permissions(caller)
+            if self.catalog.find_tool(str(lowered)) is not None and permissions.permits(
+                str(lowered)
+            ):
+                return InvalidAddress(
+                    f"{LOWER_CASE} Did you mean {lowered}?", extra={"suggestions": [str(lowered)]}
+                )
+        return error
 
     async def permissions(self, caller: Caller) -> Permissions:
         """The caller's grants as the registry holds them now: read with this request's token
@@ -335,10 +393,7 @@ class Navigator:
     async def describe(
         self, caller: Caller, address: str, *, answer_bytes: int = LIMITS.answer_bytes
     ) -> dict[str, Any]:
-        tool = self.catalog.tool(str(parse_tool_address(address)))
-        permissions = await self.permissions(caller)
-        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
-            raise ToolNotGranted()
+        tool = await self._allowed(caller, address)
         definition = tool.definition
         contract: dict[str, Any] = {
             "address": tool.address,
@@ -388,7 +443,7 @@ class Navigator:
         progress: ProgressSink | None,
     ) -> CallToolResult:
         started = time.perf_counter()
-        tool = await self._allowed(caller, str(parse_tool_address(address)))  # 1. and 2.
+        tool = await self._allowed(caller, address)  # 1. and 2.
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
@@ -427,6 +482,20 @@ class Navigator:
             (time.perf_counter() - started) * 1000,
         )
         return result
+
+
+_NO_HOLDER = "No holder you may call has it: search for the tool by what it does."
+
+
+def _unknown(suggestions: list[str]) -> UnknownTool:
+    """``unknown_tool`` naming the near addresses the caller may call, or search when none."""
+    if not suggestions:
+        return UnknownTool()
+    return UnknownTool(
+        "No tool you may call is at that address. Near it you may call: "
+        f"{', '.join(suggestions)} (describe one), or search for the tool by what it does.",
+        extra={"suggestions": suggestions},
+    )
 
 
 def _signable(arguments: dict[str, Any]) -> str:

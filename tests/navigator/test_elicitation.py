@@ -16,6 +16,7 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
+from navigator.confirmation import Question
 from navigator.elicitation import elicitor_for
 from navigator.errors import (
     ConfirmationRequired,
@@ -81,7 +82,7 @@ async def test_only_a_strict_yes_allows_a_legacy_call(answer: object, allowed: b
     context.elicit = elicit
     elicitor = elicitor_for(context)
     assert elicitor is not None
-    assert await elicitor.ask("Allow?", "binding") is allowed
+    assert await elicitor.ask(Question("Run m1/r/wipe?", "Allow?"), "binding") is allowed
 
 
 @asynccontextmanager
@@ -120,7 +121,7 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
             grant = AccessStore(session).grant("carol", "m1/r/*", effect="allow").id
 
         class Person:
-            async def ask(self, message: str, binding: str) -> bool:
+            async def ask(self, question: Question, binding: str) -> bool:
                 if meanwhile == "grant revoked":
                     with services.registry.transaction() as session:
                         AccessStore(session).revoke_grant(grant)
@@ -167,7 +168,7 @@ async def test_a_credential_that_dies_while_a_person_is_asked_runs_nothing(
         caller = await services.authenticator.verify(token)
 
         class Person:
-            async def ask(self, message: str, binding: str) -> bool:
+            async def ask(self, question: Question, binding: str) -> bool:
                 with services.registry.transaction() as session:
                     if meanwhile == "revoked":
                         AccessStore(session).revoke_principal("carol")
