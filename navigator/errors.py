@@ -99,7 +99,7 @@ class Unauthenticated(NavigatorError):
 class ToolNotGranted(NavigatorError):
     code = "tool_not_granted"
     status = 403
-    default_message = "No grant allows this."
+    default_message = "No grant allows this: seats and search show what you may call."
 
 
 class UnknownTool(NavigatorError):

@@ -36,6 +36,7 @@ from navigator.errors import (
     ConfirmationRequired,
     InvalidAddress,
     InvalidArguments,
+    NavigatorError,
     NodeUnavailable,
     ToolGrantsChanged,
     ToolNotGranted,
@@ -139,13 +140,14 @@ class Navigator:
         else:
             permissions = await self.permissions(caller)
         holder, role, name = parsed.holder, str(parsed.role), str(parsed.tool)
+        near = functools.partial(nearby, self.catalog, permissions, parsed)
         if not permissions.covers(holder, role, name):
-            raise ToolNotGranted()
+            raise _near(ToolNotGranted, near())
         tool = self.catalog.find_tool(str(parsed))
         if tool is None:
-            raise _unknown(nearby(self.catalog, permissions, parsed))
+            raise _near(UnknownTool, near())
         if not permissions.decide(holder, role, name).allowed:
-            raise ToolNotGranted()
+            raise _near(ToolNotGranted, near())
         return tool
 
     async def _address_help(
@@ -401,9 +403,12 @@ class Navigator:
             "description": tool.description,
             "inputSchema": tool.input_schema,
         }
-        for key in ("outputSchema", "annotations"):
-            if definition.get(key) is not None:
-                contract[key] = definition[key]
+        # as the outputSchema declares them: objects (a registry may hold a tool from before
+        # the registrar refused other shapes, and a typed client refuses the whole answer)
+        if isinstance(definition.get("outputSchema"), dict):
+            contract["outputSchema"] = definition["outputSchema"]
+        if tool.annotations is not None:
+            contract["annotations"] = tool.annotations
         contract["confirmation"] = self.confirmations.policy(tool)
         contract["status"] = self.catalog.status(tool)
         contract["contractDigest"] = tool.contract_digest
@@ -487,13 +492,21 @@ class Navigator:
 _NO_HOLDER = "No holder you may call has it: search for the tool by what it does."
 
 
-def _unknown(suggestions: list[str]) -> UnknownTool:
-    """``unknown_tool`` naming the near addresses the caller may call, or search when none."""
+_NEAR = {
+    UnknownTool: "No tool you may call is at that address.",
+    ToolNotGranted: "No grant allows that address.",
+}
+
+
+def _near(kind: type[UnknownTool | ToolNotGranted], suggestions: list[str]) -> NavigatorError:
+    """``unknown_tool`` or ``tool_not_granted`` naming the near addresses the caller may call
+    (a function of the address asked and the grants alone: nothing of what is there), or
+    search when there are none."""
     if not suggestions:
-        return UnknownTool()
-    return UnknownTool(
-        "No tool you may call is at that address. Near it you may call: "
-        f"{', '.join(suggestions)} (describe one), or search for the tool by what it does.",
+        return kind()
+    return kind(
+        f"{_NEAR[kind]} Near it you may call: {', '.join(suggestions)} (describe one), or "
+        "search for the tool by what it does.",
         extra={"suggestions": suggestions},
     )
 

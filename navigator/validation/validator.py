@@ -151,9 +151,9 @@ class CompiledSchema:
             keyword = failure.keyword or "false"  # the root schema is ``false`` itself
             member = failure.member
             segments: list[str | int] = failure.segments
-            named = member is not None and (member in self._names or member in given_names)
-            if named and member is not None:
-                segments = [member, *segments]
+            named = False
+            if member is not None and (member in self._names or member in given_names):
+                named, segments = True, [member, *segments]
             raise InvalidArguments(
                 _FAILED.format(keyword=keyword, why=_why(failure, named), next=next_step),
                 extra={"pointer": _pointer(segments), "keyword": keyword},
@@ -172,6 +172,8 @@ class CompiledSchema:
 def _why(failure: Failure, named: bool) -> str:
     if failure.member is not None:
         return _NOT_TAKEN if named else _HOLDS_NOT_TAKEN
+    if failure.allowed == 1:
+        return _WHY["const"]
     if failure.allowed is not None:
         return _ENUM.format(allowed=failure.allowed)
     return _WHY.get(failure.keyword or "", _OTHERWISE)
