@@ -8,7 +8,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from mesh.modules.sqlite import build_sqlite_module
 from navigator.catalog import Catalog
@@ -29,8 +28,13 @@ from navigator.service import WALKER_ARGUMENTS, Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tools import WALKER_TOOLS
-from registry import AccessStore, CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate
-from tests.navigator.meshes import small_mesh, tools
+from registry import AccessStore, CatalogStore, GrantRecord, GrantSnapshot
+from tests.navigator.meshes import tools
+from tests.navigator.test_walk import _ROWS as GRANT_ROWS
+from tests.navigator.test_walk import HOLDERS as WALK_HOLDERS
+from tests.navigator.test_walk import ROLES as WALK_ROLES
+from tests.navigator.test_walk import TOOL_NAMES as WALK_TOOLS
+from tests.navigator.test_walk import small_mesh_view
 
 CANARY = "CANARY_5f1c9a"
 ALICE = Caller("alice", frozenset())
@@ -239,60 +243,27 @@ def test_the_names_pointed_at_as_given_are_the_walker_tools_arguments() -> None:
 
 # -- the existence rule (ADR 0035), for random grants ----------------------------------------
 
-HOLDERS = ["db1", "db2", "web1", "mesh", "vault"]
-ROLES = ["pg", "node", "backup", "reports", "keys"]
-TOOL_NAMES = ["query", "drop", "run", "status", "nope"]
-
-
-def _targets() -> st.SearchStrategy[str]:
-    holder, role, tool = (st.sampled_from([*names, "*"]) for names in (HOLDERS, ROLES, TOOL_NAMES))
-    return st.one_of(
-        holder, st.tuples(holder, role).map("/".join), st.tuples(holder, role, tool).map("/".join)
-    )
-
-
-_ROWS = st.lists(
-    st.tuples(
-        st.sampled_from(["alice", "*"]),
-        _targets(),
-        st.sampled_from(["allow", "deny"]),
-        st.sampled_from([(), ("ops",)]),
-    ),
-    max_size=6,
-)
+#: The addresses asked: ``small_mesh``'s segments (``test_walk``'s grants name them), and a
+#: holder, a role and a tool no grant names.
+HOLDERS = [*WALK_HOLDERS, "vault"]
+ROLES = [*WALK_ROLES, "keys"]
+TOOL_NAMES = [*WALK_TOOLS, "nope"]
 
 
 #: Tools the second catalogue holds beyond ``small_mesh``: at addresses of the grid above.
 EXTRA = ["vault/keys/query", "vault/keys/drop", "db1/pg/run"]
 
 
-@contextmanager
-def _view(folder: Path, more: bool) -> Iterator[Catalog]:
-    """``small_mesh`` loaded whole into a view; with ``more``, the ``EXTRA`` tools too."""
-    url = f"sqlite:///{folder / 'r.db'}"
-    migrate(url)
-    registry = Registry(url)
-    with registry.transaction() as session:
-        store = CatalogStore(session)
-        small_mesh(store)
-        if more:
-            store.put_assignment("vault", "keys", module="x", tools=tools("query", "drop"))
-            store.put_assignment(
-                "db1", "pg", module="postgres", tools=tools("query", "drop", "run")
-            )
-    view = Catalog(registry)
-    asyncio.run(view.load())
-    try:
-        yield view
-    finally:
-        registry.dispose()
+def _extra(store: CatalogStore) -> None:
+    store.put_assignment("vault", "keys", module="x", tools=tools("query", "drop"))
+    store.put_assignment("db1", "pg", module="postgres", tools=tools("query", "drop", "run"))
 
 
 @pytest.fixture(scope="module")
 def catalogs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog, Catalog]]:
     with (
-        _view(tmp_path_factory.mktemp("less"), more=False) as less,
-        _view(tmp_path_factory.mktemp("more"), more=True) as more,
+        small_mesh_view(tmp_path_factory.mktemp("less")) as less,
+        small_mesh_view(tmp_path_factory.mktemp("more"), _extra) as more,
     ):
         yield less, more
 
@@ -328,7 +299,7 @@ def _outcomes(catalog: Catalog, caller: Caller) -> dict[tuple[str, str], Any]:
 @settings(
     max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(rows=_ROWS)
+@given(rows=GRANT_ROWS)
 def test_outside_its_grants_a_caller_learns_nothing_of_what_exists(
     catalogs: tuple[Catalog, Catalog], rows: list[tuple[str, str, str, tuple[str, ...]]]
 ) -> None:
@@ -341,7 +312,7 @@ def test_outside_its_grants_a_caller_learns_nothing_of_what_exists(
         GrantRecord(n, principal, target, scopes, effect, n)
         for n, (principal, target, effect, scopes) in enumerate(rows, start=1)
     )
-    caller = Caller("alice", frozenset(), grants=GrantSnapshot(len(records), records))
+    caller = Caller("alice", frozenset({"ops"}), grants=GrantSnapshot(len(records), records))
     less, more = catalogs
     permissions = compile_permissions(caller, caller.grants)
     seen_less, seen_more = _outcomes(less, caller), _outcomes(more, caller)
