@@ -49,9 +49,7 @@ def nearby(catalog: Catalog, permissions: Permissions, address: Address) -> list
     """Up to ``SUGGESTIONS`` addresses of live tools the caller may call that are a few edits
     from ``address`` in its segments together, nearest first, then by address."""
     holder, role, tool = address.holder, str(address.role), str(address.tool)
-    holders = [record.name for record in catalog.machines()]
-    if any(a.seat is not None for a in catalog.assignments()):
-        holders.append(MESH)
+    holders = [*(record.name for record in catalog.machines()), MESH]  # mesh: its seats, if any
     found: list[tuple[int, str]] = []
     for near_holder, holder_off in _near(holder, holders):
         roles = {a.address_role: a for a in named_assignments(catalog, Address(near_holder))}

@@ -28,7 +28,10 @@ from navigator.limits import LIMITS
 
 __all__ = ["authorised_contracts", "named_assignments", "reachable", "walk"]
 
-NOTHING_HERE = "Nothing you may call is at that address."
+NOTHING_HERE = (
+    "Nothing you may call is at that address: seats with no address lists the machines and "
+    "seats you may call."
+)
 
 
 @dataclass(slots=True)
