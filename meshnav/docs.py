@@ -85,6 +85,15 @@ ANSWERS = {
 }
 
 
+#: What an argument is for where its schema leaves it to the name (the listing's bytes are few).
+MEANINGS = {
+    "cursor": "`nextCursor` of the previous page.",
+    "schemas": "Include each result's `inputSchema`.",
+    "args": "The tool's arguments, as its `inputSchema` says.",
+    "confirm": "The `confirm` token of a `confirmation_required` answer.",
+}
+
+
 def _arguments(schema: dict[str, Any]) -> list[str]:
     required = set(schema.get("required", []))
     lines = ["| argument | type | required | meaning |", "|---|---|---|---|"]
@@ -92,7 +101,7 @@ def _arguments(schema: dict[str, Any]) -> list[str]:
         kind = spec.get("type", "any")
         if "minimum" in spec:
             kind += f" {spec['minimum']}–{spec['maximum']}"
-        meaning = spec.get("description", "")
+        meaning = spec.get("description", MEANINGS.get(name, ""))
         if "default" in spec:
             meaning += f" Default `{json.dumps(spec['default'])}`."
         lines.append(
@@ -110,7 +119,11 @@ def walker_reference() -> str:
         "The navigator advertises these four tools and nothing else (SPEC §3). Errors are tool"
         " results",
         'with `isError: true`, structured content `{"error", "status", "message"}` and',
-        '`_meta["meshnav/error"]` (SPEC §9).',
+        '`_meta["meshnav/error"]` (SPEC §9). Each names the next step; beside it,',
+        "`invalid_arguments` carries `pointer` (the member at fault) and `keyword`;",
+        "`unknown_tool` and `tool_not_granted` carry `suggestions` (near addresses the caller may",
+        "call); `invalid_address` carries `holders` for a collapsed `*/ROLE/TOOL` and",
+        "`suggestions` for an address in the wrong case (ADR 0035).",
         "",
     ]
     for name, (_, spec) in WALKER_TOOLS.items():

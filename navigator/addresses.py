@@ -24,6 +24,7 @@ __all__ = [
     "is_name",
     "is_tool_name",
     "parse_address",
+    "parse_collapsed",
     "parse_pattern",
     "parse_tool_address",
     "refused_name",
@@ -102,11 +103,23 @@ def _segments(text: object) -> list[str]:
     return parts
 
 
+#: A holder or role written with capitals (``DB1``, ``db1/Sqlite``): only its case is wrong.
+LOWER_CASE = (
+    "Holder and role names are lower-case ASCII (e.g. db1/sqlite/query): write the address in "
+    "lower case."
+)
+#: A tool address with ``*`` for its holder, as search and seats collapse one tool on many.
+COLLAPSED = (
+    "'*/ROLE/TOOL' stands for one tool on many holders: describe or call it on one holder "
+    "(HOLDER/ROLE/TOOL)."
+)
+
+
 def _check_segment(index: int, part: str, *, wildcard: bool) -> None:
     if wildcard and part == WILDCARD:
         return
     if not (is_name(part) if index < 2 else is_tool_name(part)):
-        raise InvalidAddress()
+        raise InvalidAddress(LOWER_CASE if index < 2 and is_name(part.lower()) else None)
 
 
 @lru_cache(maxsize=4096)
@@ -130,10 +143,26 @@ def parse_walk_address(text: str) -> Address:
     return parse_address(text)
 
 
+def parse_collapsed(text: object) -> tuple[str, str] | None:
+    """``(role, tool)`` of a collapsed address (``*/node/uptime``, as search answers the same
+    tool on many holders), ``None`` for any other text."""
+    if not isinstance(text, str) or not text.startswith(WILDCARD + "/"):
+        return None
+    try:
+        parts = _segments(text)
+    except InvalidAddress:
+        return None
+    if len(parts) != 3 or not is_name(parts[1]) or not is_tool_name(parts[2]):
+        return None
+    return parts[1], parts[2]
+
+
 def parse_tool_address(text: object) -> Address:
     """Parse an address that must name one tool: all three segments, no wildcard."""
     if not isinstance(text, str):
         raise InvalidAddress()
+    if parse_collapsed(text) is not None:
+        raise InvalidAddress(COLLAPSED)
     address = parse_address(text)
     if not address.is_tool:
         raise InvalidAddress("The address must name a tool: HOLDER/ROLE/TOOL.")

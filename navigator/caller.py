@@ -40,6 +40,11 @@ _caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
 )
 
 
+_NOT_AN_OBJECT = (
+    "The arguments must be an object of named members: read the tool's inputSchema in tools/list."
+)
+
+
 #: Who calls when no HTTP request says: a stdio navigator's principal, authenticated again for
 #: each request (its grants read then, its revocation seen then; SPEC §3, ADR 0009), or a test's.
 CallerSource = Callable[[], Awaitable[Caller]]
@@ -83,7 +88,7 @@ class CallerMiddleware(Middleware):
             if name not in self.walker_names:
                 raise UnknownTool("The navigator offers only seats, search, describe and call.")
             if not isinstance(context.message.arguments or {}, dict):
-                raise InvalidArguments()
+                raise InvalidArguments(_NOT_AN_OBJECT, extra={"pointer": "", "keyword": "type"})
             token = _caller.set(await resolve_caller(self.source))
             try:
                 result = await call_next(context)

@@ -26,7 +26,15 @@ from navigator.catalog import CatalogTool
 from navigator.errors import ConfirmationRequired
 from navigator.grants import Caller
 
-__all__ = ["ELICIT_ONLY", "NONE", "REQUIRED", "Confirmations", "Elicitor", "needs_confirmation"]
+__all__ = [
+    "ELICIT_ONLY",
+    "NONE",
+    "REQUIRED",
+    "Confirmations",
+    "Elicitor",
+    "Question",
+    "needs_confirmation",
+]
 
 NONE = "none"
 REQUIRED = "required"
@@ -40,10 +48,19 @@ _NOT_REDEEMED = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the person behind the client is asked: the form's title ("Run db1/sqlite/execute?")
+    and the sentence that says who asks and why a yes is needed."""
+
+    title: str
+    message: str
+
+
 class Elicitor(Protocol):
     """Asks the person behind the client; True for yes, False for no."""
 
-    async def ask(self, message: str, binding: str) -> bool: ...
+    async def ask(self, question: Question, binding: str) -> bool: ...
 
 
 def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
@@ -66,6 +83,19 @@ class Confirmations:
     def __init__(self, ttl_s: float) -> None:
         self.ttl_s = ttl_s
         self._pending: dict[str, _Pending] = {}
+
+    @staticmethod
+    def reason(tool: CatalogTool) -> str:
+        """Why a call of ``tool`` needs a person's yes, as a clause after "This tool": what an
+        operator marked, else what its annotations say — or that they say nothing of it."""
+        mark = tool.confirmation
+        if mark == ELICIT_ONLY:
+            return "is marked by an operator to run only with a person's answer"
+        if mark == "always":
+            return "is marked by an operator to be confirmed"
+        if "readOnlyHint" not in (tool.annotations or {}):
+            return "declares no read-only hint"
+        return "declares it may change things (it is not read-only)"
 
     def policy(self, tool: CatalogTool) -> str:
         mark = tool.confirmation
@@ -100,9 +130,14 @@ class Confirmations:
         if policy == NONE:
             return False
         binding = self.binding(caller, tool, arguments_digest())
+        reason = self.reason(tool)
         if elicitor is not None:
-            message = f"Allow {caller.principal} to run {tool.address}? It may change things."
-            if await elicitor.ask(message, binding):
+            question = Question(
+                title=f"Run {tool.address}?",
+                message=f"{caller.principal} asks to run {tool.address}, which {reason}. "
+                "Allow this call?",
+            )
+            if await elicitor.ask(question, binding):
                 return True
             raise ConfirmationRequired("The person declined this call.")
         if policy == ELICIT_ONLY:
@@ -110,7 +145,11 @@ class Confirmations:
                 "This tool runs only with a person's answer, and this client cannot ask one."
             )
         if confirm is None:
-            raise ConfirmationRequired(extra={"confirm": self._issue(binding)})
+            raise ConfirmationRequired(
+                f"This tool {reason}, so a call needs confirmation: call again with the same "
+                "address and args and this confirm token.",
+                extra={"confirm": self._issue(binding)},
+            )
         if self._redeem(confirm, binding):
             return False  # confirmed in an earlier request; this one's reads are fresh
         raise ConfirmationRequired(_NOT_REDEEMED, extra={"confirm": self._issue(binding)})

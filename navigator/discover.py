@@ -71,7 +71,7 @@ class DiscoverExtension(ServerExtension):
     ) -> dict[str, Any]:
         arguments = dict(params.model_extra or {}) if isinstance(params, DiscoverParams) else {}
         try:
-            check_arguments(self._checker, arguments)
+            check_arguments(self._checker, arguments, "search")  # its arguments, less schemas
             answer, meta = await self.navigator.search(
                 await resolve_caller(self.source),
                 arguments["query"],

@@ -22,27 +22,35 @@ import mcp_types as mt
 from fastmcp.server.context import Context
 from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, create_model
 
 from mesh.calltokens import SeenNonces
-from navigator.confirmation import Elicitor
+from navigator.confirmation import Elicitor, Question
 from navigator.limits import LIMITS
 
 __all__ = ["InputNeeded", "elicitor_for"]
 
 RESPONSE_KEY = "meshnav-confirm"
-_CONFIRM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"allow": {"type": "boolean", "title": "Allow this call"}},
-    "required": ["allow"],
-}
+_ALLOW_TITLE = "Allow this call"
 
 
-class _Allow(BaseModel):
-    """The legacy era's form, as the sessionless era's ``_CONFIRM_SCHEMA``: a strict boolean, so
-    that "yes", 1 or "on" is an answer in another shape, not a yes."""
+def _confirm_schema(question: Question) -> dict[str, Any]:
+    """The sessionless era's form: titled and described for the person who reads it."""
+    return {
+        "type": "object",
+        "title": question.title,
+        "description": question.message,
+        "properties": {"allow": {"type": "boolean", "title": _ALLOW_TITLE}},
+        "required": ["allow"],
+    }
 
-    allow: StrictBool = Field(title="Allow this call")
+
+def _allow_form(question: Question) -> type[BaseModel]:
+    """The legacy era's form, as ``_confirm_schema``'s: a strict boolean, so that "yes", 1 or
+    "on" is an answer in another shape, not a yes; the model's title and description are the
+    question's (a class name and its docstring were sent to the person)."""
+    config = ConfigDict(title=question.title, json_schema_extra={"description": question.message})
+    return create_model("Confirm", __config__=config, allow=(StrictBool, Field(title=_ALLOW_TITLE)))
 
 
 class InputNeeded(Exception):
@@ -91,23 +99,24 @@ class _LegacyElicitor:
     def __init__(self, context: Context) -> None:
         self.context = context
 
-    async def ask(self, message: str, binding: str) -> bool:
+    async def ask(self, question: Question, binding: str) -> bool:
         """Only a person's "yes" in time allows the call. A client that fails the request, answers
         in another shape, or does not answer within a confirm token's lifetime has not said yes;
         what it sent is neither answered nor logged."""
         try:
             with anyio.fail_after(LIMITS.confirm_ttl_s):
-                result = await self.context.elicit(message, response_type=_Allow)
+                form = _allow_form(question)
+                result = await self.context.elicit(question.message, response_type=form)
         except (MCPError, ValueError, TimeoutError):  # its error, or an answer in another shape
             return False
-        return isinstance(result, AcceptedElicitation) and result.data.allow is True
+        return isinstance(result, AcceptedElicitation) and result.data.model_dump()["allow"] is True
 
 
 class _SessionlessElicitor:
     def __init__(self, context: Context) -> None:
         self.context = context
 
-    async def ask(self, message: str, binding: str) -> bool:
+    async def ask(self, question: Question, binding: str) -> bool:
         responses = self.context.input_responses or {}
         state = self.context.request_state
         response = responses.get(RESPONSE_KEY)
@@ -118,7 +127,9 @@ class _SessionlessElicitor:
                 and (response.content or {}).get("allow") is True
             )
         request = mt.ElicitRequest(
-            params=mt.ElicitRequestFormParams(message=message, requested_schema=_CONFIRM_SCHEMA)
+            params=mt.ElicitRequestFormParams(
+                message=question.message, requested_schema=_confirm_schema(question)
+            )
         )
         raise InputNeeded(
             mt.InputRequiredResult(

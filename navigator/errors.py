@@ -72,7 +72,11 @@ class NavigatorError(Exception):
 class InvalidAddress(NavigatorError):
     code = "invalid_address"
     status = 400
-    default_message = "The address or pattern does not parse."
+    default_message = (
+        "The address or pattern does not parse: a tool is HOLDER/ROLE/TOOL, a prefix drops "
+        "segments from the end, and a pattern puts '*' for a whole segment. seats and search "
+        "answer with addresses."
+    )
 
 
 class InvalidArguments(NavigatorError):
@@ -96,13 +100,13 @@ class Unauthenticated(NavigatorError):
 class ToolNotGranted(NavigatorError):
     code = "tool_not_granted"
     status = 403
-    default_message = "No grant allows this."
+    default_message = "No grant allows this: seats and search show what you may call."
 
 
 class UnknownTool(NavigatorError):
     code = "unknown_tool"
     status = 404
-    default_message = "No such tool."
+    default_message = "No tool you may call is at that address: search for it by what it does."
 
 
 class ToolGrantsChanged(NavigatorError):

@@ -105,7 +105,8 @@ class Permissions:
         self.caller = caller
         self.revision = snapshot.revision
         self._rules = rules
-        self._any_allow = any(rule.allow for rule in rules)
+        self._allows = [rule.pattern for rule in rules if rule.allow]
+        self._any_allow = bool(self._allows)
         #: (role, tool) as the rules name them (None: open) -> their bucket
         self._buckets: dict[tuple[str | None, str | None], _Bucket] = {}
         #: role as the rules that name a tool name it -> one bucket of all of them
@@ -148,6 +149,12 @@ class Permissions:
         if named is not None and (first is None or named[0] < first[0]):
             return None
         return Decision(False, None) if first is None else Decision(first[1].allow, first[1].row)
+
+    def covers(self, holder: str, role: str, tool: str) -> bool:
+        """Whether any allow rule's pattern matches the address, whatever rule decides it: an
+        address no allow covers is outside the caller's reach, where ``describe`` and ``call``
+        say ``tool_not_granted`` whether a tool is there or not (ADR 0035)."""
+        return any(pattern.matches(holder, role, tool) for pattern in self._allows)
 
     def permits(self, address: str) -> bool:
         """``decide(...).allowed`` for an address."""

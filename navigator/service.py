@@ -20,7 +20,14 @@ from mcp_types import CallToolResult
 
 from mesh.calltokens import sign_call_token
 from mesh.digests import arguments_digest, digest
-from navigator.addresses import parse_pattern, parse_tool_address, parse_walk_address
+from navigator.addresses import (
+    COLLAPSED,
+    LOWER_CASE,
+    parse_collapsed,
+    parse_pattern,
+    parse_tool_address,
+    parse_walk_address,
+)
 from navigator.answers import fit_entries, wire_size
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
 from navigator.confirmation import Confirmations, Elicitor
@@ -29,13 +36,16 @@ from navigator.errors import (
     ConfirmationRequired,
     InvalidAddress,
     InvalidArguments,
+    NavigatorError,
     NodeUnavailable,
     ToolGrantsChanged,
     ToolNotGranted,
     ToolSchemaTooLarge,
+    UnknownTool,
 )
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
+from navigator.nearby import holders_of, nearby
 from navigator.nodes import NodeConnections, ProgressSink
 from navigator.reads import short_read
 from navigator.search import Hit, shown_holders
@@ -49,7 +59,7 @@ from navigator.validation import (
 from navigator.walk import authorised_contracts, walk
 from registry import Registry, read_grant_revision, read_snapshot
 
-__all__ = ["Navigator"]
+__all__ = ["WALKER_ARGUMENTS", "Navigator"]
 
 T = TypeVar("T")
 
@@ -59,6 +69,13 @@ logger = logging.getLogger("meshnav.navigator")
 _NOT_CANONICAL = (
     "The arguments hold an integer beyond 2^53 - 1, which this call's confirmation or call token "
     "cannot bind (RFC 8785)."
+)
+
+#: The walker tools' argument names (``navigator.tools`` declares these and no others): a member
+#: of these names where a schema does not take it is pointed at (an agent that puts ``confirm``
+#: in ``args``, or ``limit`` in ``describe``), as a name the caller was given (ADR 0035).
+WALKER_ARGUMENTS = frozenset(
+    {"address", "cursor", "query", "limit", "within", "schemas", "args", "confirm"}
 )
 
 #: Room for ``nextCursor`` and ``_meta`` in a paged answer.
@@ -107,18 +124,68 @@ class Navigator:
         return compile_permissions(caller, snapshot)
 
     async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
-        """SPEC §3's first two steps of a call: the tool exists and is not retired
-        (``unknown_tool``), and the caller's grants, read now, allow it (``tool_not_granted``).
-        ``fresh`` reads the grants from the registry even when the request's token came with
-        them: the request began long enough ago that they may have changed."""
-        tool = self.catalog.tool(address)
+        """SPEC §3's first two steps of a call, as ``describe`` takes them too: the address parses
+        as one tool's, the caller's grants, read now, could reach it at all (else
+        ``tool_not_granted`` whether a tool is there or not, ADR 0035), the tool exists and is not
+        retired (``unknown_tool``, naming near addresses the caller may call), and the grants
+        allow it (``tool_not_granted``). ``fresh`` reads the grants from the registry even when
+        the request's token came with them: the request began long enough ago that they may
+        have changed."""
+        try:
+            parsed = parse_tool_address(address)
+        except InvalidAddress as error:
+            raise await self._address_help(caller, address, error) from None
         if fresh:
             permissions = await self._read(lambda: self._read_permissions(caller))
         else:
             permissions = await self.permissions(caller)
-        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
-            raise ToolNotGranted()
+        holder, role, name = parsed.holder, str(parsed.role), str(parsed.tool)
+        near = functools.partial(nearby, self.catalog, permissions, parsed)
+        if not permissions.covers(holder, role, name):
+            raise _near(ToolNotGranted, near())
+        tool = self.catalog.find_tool(str(parsed))
+        if tool is None:
+            raise _near(UnknownTool, near())
+        if not permissions.decide(holder, role, name).allowed:
+            raise _near(ToolNotGranted, near())
         return tool
+
+    async def _address_help(
+        self, caller: Caller, address: object, error: InvalidAddress
+    ) -> InvalidAddress:
+        """``error`` with what the caller may use instead: for a collapsed ``*/ROLE/TOOL``, the
+        first holders it may call it on; for an address in the wrong case, the address in lower
+        case when it may call that. Anything else stands as it was."""
+        collapsed = parse_collapsed(address)
+        if collapsed is not None:
+            role, name = collapsed
+            permissions = await self.permissions(caller)
+            holders, node_seat = holders_of(self.catalog, permissions, role, name)
+            if not holders:
+                return InvalidAddress(f"{COLLAPSED} {_NO_HOLDER}")
+            example = f"{holders[0]}/{role}/{name}"
+            seats = (
+                f"seats '*/{role}' lists every holder you may call it on"
+                if node_seat
+                else "seats lists the machines you may call tools on"
+            )
+            return InvalidAddress(
+                f"{COLLAPSED} Pick one of 'holders', e.g. {example}; {seats}.",
+                extra={"holders": holders},
+            )
+        if error.message == LOWER_CASE and isinstance(address, str):
+            try:
+                lowered = parse_tool_address(address.lower())
+            except InvalidAddress:
+                return error
+            permissions = await self.permissions(caller)
+            if self.catalog.find_tool(str(lowered)) is not None and permissions.permits(
+                str(lowered)
+            ):
+                return InvalidAddress(
+                    f"{LOWER_CASE} Did you mean {lowered}?", extra={"suggestions": [str(lowered)]}
+                )
+        return error
 
     async def permissions(self, caller: Caller) -> Permissions:
         """The caller's grants as the registry holds them now: read with this request's token
@@ -328,10 +395,7 @@ class Navigator:
     async def describe(
         self, caller: Caller, address: str, *, answer_bytes: int = LIMITS.answer_bytes
     ) -> dict[str, Any]:
-        tool = self.catalog.tool(str(parse_tool_address(address)))
-        permissions = await self.permissions(caller)
-        if not permissions.decide(tool.holder, tool.role, tool.name).allowed:
-            raise ToolNotGranted()
+        tool = await self._allowed(caller, address)
         definition = tool.definition
         contract: dict[str, Any] = {
             "address": tool.address,
@@ -339,9 +403,12 @@ class Navigator:
             "description": tool.description,
             "inputSchema": tool.input_schema,
         }
-        for key in ("outputSchema", "annotations"):
-            if definition.get(key) is not None:
-                contract[key] = definition[key]
+        # as the outputSchema declares them: objects (a registry may hold a tool from before
+        # the registrar refused other shapes, and a typed client refuses the whole answer)
+        if isinstance(definition.get("outputSchema"), dict):
+            contract["outputSchema"] = definition["outputSchema"]
+        if tool.annotations is not None:
+            contract["annotations"] = tool.annotations
         contract["confirmation"] = self.confirmations.policy(tool)
         contract["status"] = self.catalog.status(tool)
         contract["contractDigest"] = tool.contract_digest
@@ -381,14 +448,14 @@ class Navigator:
         progress: ProgressSink | None,
     ) -> CallToolResult:
         started = time.perf_counter()
-        tool = await self._allowed(caller, str(parse_tool_address(address)))  # 1. and 2.
+        tool = await self._allowed(caller, address)  # 1. and 2.
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
         if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
             raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
         compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-        compiled.validate(arguments)
+        compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
@@ -420,6 +487,28 @@ class Navigator:
             (time.perf_counter() - started) * 1000,
         )
         return result
+
+
+_NO_HOLDER = "No holder you may call has it: search for the tool by what it does."
+
+
+_NEAR = {
+    UnknownTool: "No tool you may call is at that address.",
+    ToolNotGranted: "No grant allows that address.",
+}
+
+
+def _near(kind: type[UnknownTool | ToolNotGranted], suggestions: list[str]) -> NavigatorError:
+    """``unknown_tool`` or ``tool_not_granted`` naming the near addresses the caller may call
+    (a function of the address asked and the grants alone: nothing of what is there), or
+    search when there are none."""
+    if not suggestions:
+        return kind()
+    return kind(
+        f"{_NEAR[kind]} Near it you may call: {', '.join(suggestions)} (describe one), or "
+        "search for the tool by what it does.",
+        extra={"suggestions": suggestions},
+    )
 
 
 def _signable(arguments: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools.base import InputRequiredToolResult, Tool, ToolResult
 from mcp_types import CallToolResult, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import Field
 
 from navigator.answers import answer, error_answer, room_for
@@ -27,7 +28,7 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.limits import LIMITS
-from navigator.service import Navigator
+from navigator.service import WALKER_ARGUMENTS, Navigator
 from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
 from registry import RegistryError
 
@@ -36,20 +37,43 @@ __all__ = ["WALKER_TOOLS", "check_arguments", "walker_tools"]
 _ADDRESS: dict[str, Any] = {
     "type": "string"
 }  # the address parser judges the rest (invalid_address)
-_CURSOR = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 512,
-    "description": "nextCursor of the previous page.",
-}
+#: The previous page's ``nextCursor`` (the name says it; the listing's bytes are few).
+_CURSOR = {"type": "string", "minLength": 1, "maxLength": 512}
 
 #: A node's answer holding a number JSON cannot write (both eras' readers take NaN and Infinity).
 _NOT_JSON = "The node's answer is not JSON: it holds NaN or Infinity."
 
-#: Listing entries and search results are described in the tools' descriptions and the
-#: reference (docs/reference/walker-tools.md); the schemas stay small so the whole listing does.
-_ENTRY = {"type": "object", "required": ["address", "kind"]}
-_RESULT = {"type": "object", "required": ["address", "title", "summary", "status"]}
+#: Every field a walker answers is declared, so that a typed client (FastMCP's ``.data``) keeps
+#: it, each by its type (the Inspector's strict check refuses a field declared ``{}``); what each
+#: means is in the tools' descriptions and the reference (docs/reference/walker-tools.md).
+_TEXT: dict[str, Any] = {"type": "string"}
+_COUNT: dict[str, Any] = {"type": "integer"}
+_OBJECT: dict[str, Any] = {"type": "object"}
+_HOLDERS = {"holders": {"type": "array"}, "holderCount": _COUNT}  # holders: names
+_SHOWN = {"title": _TEXT, "summary": _TEXT, "status": _TEXT}
+_ENTRY = {
+    "type": "object",
+    "properties": {
+        "address": _TEXT,
+        "kind": _TEXT,
+        **_SHOWN,
+        "module": _TEXT,
+        "tools": _COUNT,
+        **_HOLDERS,
+    },
+    "required": ["address", "kind"],
+}
+_RESULT = {
+    "type": "object",
+    "properties": {
+        "address": _TEXT,
+        **_SHOWN,
+        "contractDigest": _TEXT,
+        **_HOLDERS,
+        "inputSchema": _OBJECT,
+    },
+    "required": ["address", "title", "summary", "status"],
+}
 
 
 class WalkerTool(Tool):
@@ -69,9 +93,13 @@ class WalkerTool(Tool):
         """No FastMCP bookkeeping in the listing: every byte of it is read by each agent."""
         return {}
 
+    def to_mcp_tool(self, **overrides: Any) -> MCPTool:
+        """Not even ``_meta: {}``."""
+        return super().to_mcp_tool(**{"_meta": None, **overrides})
+
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            check_arguments(self._checker(), arguments)
+            check_arguments(self._checker(), arguments, self.name)
             return await self.answer(arguments)
         except NavigatorError as error:
             return error_answer(error)
@@ -156,10 +184,11 @@ def _blocks(result: CallToolResult) -> list[dict[str, Any]]:
     ]
 
 
-def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
+def check_arguments(checker: CompiledSchema, arguments: dict[str, Any], tool: str) -> None:
     """A walker's own arguments against its schema: any failure, a size bound included, is
-    ``invalid_arguments`` (SPEC §9). ``call``'s ``args`` is checked only as an object here; it is
-    the tool's to judge, after its address, its existence and the grants (SPEC §3)."""
+    ``invalid_arguments`` (SPEC §9) at the member's pointer, naming where the schema is read:
+    ``tools/list``. ``call``'s ``args`` is checked only as an object here; it is the tool's to
+    judge, after its address, its existence and the grants (SPEC §3)."""
     own = {
         name: {} if name == "args" and isinstance(value, dict) else value
         for name, value in arguments.items()
@@ -167,7 +196,11 @@ def check_arguments(checker: CompiledSchema, arguments: dict[str, Any]) -> None:
     if not is_unicode_text(own):
         raise InvalidArguments(NOT_UNICODE)
     try:
-        checker.validate(own)
+        checker.validate(
+            own,
+            next_step=f"Read {tool}'s inputSchema in tools/list",
+            given_names=WALKER_ARGUMENTS,
+        )
     except ToolValidationUnavailable:
         raise InvalidArguments("The arguments are larger than this tool takes.") from None
 
@@ -178,7 +211,7 @@ def _query_schema() -> dict[str, Any]:
         "minLength": 1,
         "maxLength": LIMITS.query_chars,
         "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",  # C0, DEL and C1
-        "description": "Words for what you want done, e.g. 'list postgres databases'.",
+        "description": "What you want done, e.g. 'list postgres databases'.",
     }
 
 
@@ -188,18 +221,18 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
         {
             "title": "Walk the mesh",
             "description": (
-                "Walk the mesh one level at a time. No address: the mesh seats, the machines and "
-                "the node seats every machine holds. A machine (e.g. 'db1'): its assignments. An "
+                "Walk the mesh a level at a time. No address: the mesh seats, the machines and "
+                "the node seats every machine holds. A machine ('db1'): its assignments. An "
                 "assignment ('db1/postgres'), seat ('mesh/backup') or node seat ('*/node'): its "
-                "tools. Only what you may call is shown. Then describe a tool, and call it by its "
-                "full address."
+                "tools. Shows only what you may call; describe a tool, then call it by its "
+                "address."
             ),
             "parameters": {
                 "type": "object",
                 "properties": {
                     "address": {
                         **_ADDRESS,
-                        "description": "A prefix: 'db1', 'db1/postgres', 'mesh'.",
+                        "description": "A prefix: 'db1', 'db1/postgres'.",
                     },
                     "cursor": _CURSOR,
                 },
@@ -208,12 +241,13 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             "output_schema": {
                 "type": "object",
                 "properties": {
-                    "address": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-                    "kind": {"type": "string"},
-                    "status": {"type": "string"},
-                    "module": {"type": "string"},
+                    "address": {"anyOf": [_TEXT, {"type": "null"}]},  # null at the top
+                    "kind": _TEXT,
+                    "status": _TEXT,
+                    "module": _TEXT,
+                    "holderCount": _COUNT,
                     "entries": {"type": "array", "items": _ENTRY},
-                    "nextCursor": {"type": "string"},
+                    "nextCursor": _TEXT,
                 },
                 "required": ["address", "kind", "entries"],
             },
@@ -224,9 +258,9 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
         {
             "title": "Find a tool",
             "description": (
-                "Find tools anywhere in the mesh by what they do. Returns ranked addresses "
-                "(HOLDER/ROLE/TOOL) with a one-line summary; '*/ROLE/TOOL' stands for the same "
-                "tool on many holders (pick one of 'holders'). Narrow with 'within' ('db1/*/*')."
+                "Find tools anywhere in the mesh by what they do: ranked addresses, each with a "
+                "summary; '*/ROLE/TOOL' stands for one tool on many holders (pick one of "
+                "'holders'). Narrow with 'within' ('db1/*/*')."
             ),
             "parameters": {
                 "type": "object",
@@ -239,11 +273,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                         "default": LIMITS.search_limit_default,
                     },
                     "within": {**_ADDRESS, "description": "A pattern: '*/postgres/*', 'db1'."},
-                    "schemas": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": "Include each result's inputSchema.",
-                    },
+                    "schemas": {"type": "boolean", "default": False},  # each result's inputSchema
                     "cursor": _CURSOR,
                 },
                 "required": ["query"],
@@ -253,7 +283,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                 "type": "object",
                 "properties": {
                     "results": {"type": "array", "items": _RESULT},
-                    "nextCursor": {"type": "string"},
+                    "nextCursor": _TEXT,
                 },
                 "required": ["results"],
             },
@@ -264,9 +294,8 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
         {
             "title": "Read a tool's contract",
             "description": (
-                "The full contract of one tool by its address ('db1/postgres/query'): "
-                "description, inputSchema, outputSchema, annotations, whether a call needs "
-                "confirmation, status and contract digest."
+                "One tool's full contract by its address ('db1/postgres/query'): its inputSchema, "
+                "whether a call needs confirmation, and the rest."
             ),
             "parameters": {
                 "type": "object",
@@ -276,7 +305,17 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
             },
             "output_schema": {
                 "type": "object",
-                "properties": {"confirmation": {"enum": ["none", "required", "elicit-only"]}},
+                "properties": {
+                    "address": _TEXT,
+                    "title": _TEXT,
+                    "description": _TEXT,
+                    "inputSchema": _OBJECT,
+                    "outputSchema": _OBJECT,
+                    "annotations": _OBJECT,
+                    "confirmation": {"enum": ["none", "required", "elicit-only"]},
+                    "status": _TEXT,
+                    "contractDigest": _TEXT,
+                },
                 "required": ["address", "title", "inputSchema", "confirmation", "status"],
             },
         },
@@ -286,38 +325,29 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
         {
             "title": "Call a tool",
             "description": (
-                "Run one tool by its full address with 'args' as its inputSchema says. Grants are "
-                "checked and the arguments validated first. A tool that changes things may answer "
-                "confirmation_required with a 'confirm' token: call again with it."
+                "Run one tool by its full address with 'args' as its inputSchema says. A tool "
+                "that may change things can answer confirmation_required with a 'confirm' "
+                "token: call again with it."
             ),
             "parameters": {
                 "type": "object",
                 "properties": {
                     "address": {**_ADDRESS, "description": "HOLDER/ROLE/TOOL."},
-                    "args": {
-                        "type": "object",
-                        "default": {},
-                        "description": "The tool's arguments.",
-                    },
-                    "confirm": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 128,
-                        "description": "The token from confirmation_required.",
-                    },
+                    # what each is for, the tool's description says
+                    "args": {"type": "object", "default": {}},
+                    "confirm": {"type": "string", "minLength": 1, "maxLength": 128},
                 },
                 "required": ["address"],
                 "additionalProperties": False,
             },
-            "output_schema": {
-                "type": "object",
-                "description": "The node's structured content, or {'content': its blocks}.",
-            },
+            # the node's structured content, or {"content": its blocks} (the reference says)
+            "output_schema": {"type": "object"},
         },
     ),
 }
 
-_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+#: ``destructiveHint`` means something only beside ``readOnlyHint: false`` (MCP): not written.
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def walker_tools(navigator: Navigator) -> list[WalkerTool]:

@@ -26,9 +26,12 @@ from navigator.errors import UnknownTool
 from navigator.grants import Permissions
 from navigator.limits import LIMITS
 
-__all__ = ["authorised_contracts", "named_assignments", "walk"]
+__all__ = ["authorised_contracts", "named_assignments", "reachable", "walk"]
 
-NOTHING_HERE = "Nothing you may call is at that address."
+NOTHING_HERE = (
+    "Nothing you may call is at that address: seats with no address lists the machines and "
+    "seats you may call."
+)
 
 
 @dataclass(slots=True)
@@ -110,7 +113,7 @@ def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
     they change when the grants open it whole, else those the caller may call of it. A change
     to tools the caller may not call leaves it as it was.
     """
-    assignments = sorted(_reachable(catalog, permissions), key=lambda a: (a.machine, a.role))
+    assignments = sorted(reachable(catalog, permissions), key=lambda a: (a.machine, a.role))
     return digest(
         [
             [
@@ -127,7 +130,7 @@ def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
     )
 
 
-def _reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAssignment]:
+def reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAssignment]:
     """The assignments that may offer the caller a tool: those of the holders its grants' reach
     names, when every pattern of it names one ("db1", "mesh/billing"); else every assignment."""
     reach = permissions.reach

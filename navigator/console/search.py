@@ -63,7 +63,9 @@ async def run_search(
     if cursor:
         arguments["cursor"] = cursor
     try:
-        check_arguments(compile_schema(WALKER_TOOLS["search"][1]["parameters"]), arguments)
+        check_arguments(
+            compile_schema(WALKER_TOOLS["search"][1]["parameters"]), arguments, "search"
+        )
         answer, _meta = await navigator.search(
             caller,
             query,

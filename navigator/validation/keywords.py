@@ -3,8 +3,10 @@
 Every function here takes a keyword's already-checked schema value and returns a ``Check``
 closure. The schema compiler decides which keywords a node has and in which order; this module
 only says what each one means. Failures name a keyword and, for object members, a key only when
-the schema itself declares it in ``properties``: a key the caller made up is input, and is never
-put in a pointer (the failure moves up to the object, blamed on the keyword that reached it).
+the schema itself names it (``properties``, ``required``): a key the caller made up is input,
+and goes into the pointer only when the validator finds it is a name the caller was given (see
+``Failure.member``); otherwise the failure stays at the object, blamed on the keyword that
+reached it.
 """
 
 from __future__ import annotations
@@ -72,10 +74,12 @@ def enum(values: Sequence[Any]) -> Check:
     keys = frozenset(equality_key(value) for value in values)
     has_containers = any(type(value) in (dict, list) for value in values)
 
+    allowed = len(keys)
+
     def check(instance: Any, depth: int, run: Run) -> Failure | None:
         if not has_containers and type(instance) in (dict, list):
-            return Failure("enum")
-        return None if _key(instance, run) in keys else Failure("enum")
+            return Failure("enum", allowed=allowed)
+        return None if _key(instance, run) in keys else Failure("enum", allowed=allowed)
 
     return check
 
@@ -263,7 +267,7 @@ def required(names: Sequence[str]) -> Check:
         run.spend(len(names))
         for name in names:
             if name not in instance:
-                return Failure("required")
+                return Failure("required").under(name)  # the schema's name, not the caller's
         return None
 
     return check
@@ -282,7 +286,7 @@ def dependent_required(
                 run.spend(len(names))
                 for name in names:
                     if name not in instance:
-                        return Failure(keyword)
+                        return Failure(keyword).under(name)
         return None
 
     return check
@@ -326,14 +330,14 @@ def object_members(
                     failure = evaluate(node, value, depth + 1, run)
                     if failure is not None:
                         if declared is None:
-                            return Failure("patternProperties")
+                            return Failure("patternProperties", member=key)
                         return failure.blame("patternProperties").under(key)
             if (
                 not matched
                 and additional is not None
                 and evaluate(additional, value, depth + 1, run) is not None
             ):
-                return Failure("additionalProperties")
+                return Failure("additionalProperties", member=key)
         return None
 
     return check

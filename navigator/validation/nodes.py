@@ -39,13 +39,20 @@ class Failure:
     """Why an instance fails: a keyword, and the path to where it failed (innermost first).
 
     ``keyword`` is ``None`` while the failure comes from a ``false`` schema; the applicator that
-    reached it names itself instead (``properties``, ``items``, ``$ref`` …).
+    reached it names itself instead (``properties``, ``items``, ``$ref`` …). ``member`` is the
+    object member the failure is about when the schema does not declare it (a key the caller
+    wrote: the validator repeats it only when it is a name the caller was given); ``allowed``
+    is how many values an ``enum`` allows.
     """
 
-    __slots__ = ("keyword", "segments")
+    __slots__ = ("allowed", "keyword", "member", "segments")
 
-    def __init__(self, keyword: str | None) -> None:
+    def __init__(
+        self, keyword: str | None, *, member: str | None = None, allowed: int | None = None
+    ) -> None:
         self.keyword = keyword
+        self.member = member
+        self.allowed = allowed
         self.segments: list[str | int] = []
 
     def blame(self, keyword: str) -> Failure:

@@ -30,9 +30,10 @@ from navigator.errors import InvalidArguments, ToolValidationUnavailable
 from navigator.validation.compiler import compile_document
 from navigator.validation.json_values import Measure, measure
 from navigator.validation.limits import DEFAULT_LIMITS, ValidationLimits
-from navigator.validation.nodes import Run, SchemaNode, evaluate
+from navigator.validation.nodes import Failure, Run, SchemaNode, evaluate
 
 __all__ = [
+    "READ_WITH_DESCRIBE",
     "CompiledSchema",
     "SchemaCache",
     "ValidationLimits",
@@ -59,7 +60,29 @@ _NODES = "The tool's schema and the arguments together have more than {limit} no
 _UNITS = "The tool's schema and the arguments together have more than {limit} string code units."
 _DEPTH = "The arguments are nested more than {limit} levels deep."
 _ARGUMENTS_NOT_JSON = "The arguments are not JSON data."
-_FAILED = "The arguments fail the tool's schema: '{keyword}' does not hold at the pointer given."
+_FAILED = "The arguments fail the tool's schema at the pointer given ('{keyword}'): {why}. {next}."
+#: What a failure of these keywords means, said for the value or member the pointer names.
+_WHY: Final = {
+    "required": "the member there is required and missing",
+    "dependentRequired": "the member there is required beside another one given, and missing",
+    "dependencies": "the member there is required beside another one given, and missing",
+    "type": "the value there is not of the type the schema says",
+    "const": "the value there is not the one value the schema allows",
+    "minimum": "the value there is below the schema's minimum",
+    "exclusiveMinimum": "the value there is not above the schema's minimum",
+    "maximum": "the value there is above the schema's maximum",
+    "exclusiveMaximum": "the value there is not below the schema's maximum",
+    "minLength": "the text there is shorter than the schema allows",
+    "maxLength": "the text there is longer than the schema allows",
+    "pattern": "the text there does not match the schema's pattern",
+}
+_ENUM = "the value there is not one of the {allowed} values the schema allows"
+_NOT_TAKEN = "the member there is not one this tool takes: leave it out"
+#: An undeclared member whose key is not repeated: the pointer names the object that holds it.
+_HOLDS_NOT_TAKEN = "the object there holds a member this tool does not take: leave it out"
+_OTHERWISE = "the value there does not satisfy it"
+#: The next step an ``invalid_arguments`` of a catalogued tool names.
+READ_WITH_DESCRIBE: Final = "Read the tool's inputSchema with describe"
 
 
 def _pointer(segments: list[str | int]) -> str:
@@ -82,20 +105,38 @@ class CompiledSchema:
     pattern instruction (the RE2 program and the DFA cache its searches grow; measured 58).
     """
 
-    __slots__ = ("_limits", "_nodes_left", "_root", "_units_left", "weight")
+    __slots__ = ("_limits", "_names", "_nodes_left", "_root", "_units_left", "weight")
 
     def __init__(
-        self, root: SchemaNode, size: Measure, limits: ValidationLimits, program: int = 0
+        self,
+        root: SchemaNode,
+        size: Measure,
+        limits: ValidationLimits,
+        program: int = 0,
+        names: frozenset[str] = frozenset(),
     ) -> None:
         self._root = root
         self._limits = limits
+        #: The member names the schema itself writes: a failure may repeat these.
+        self._names = names
         self._nodes_left = limits.max_nodes - size.nodes
         self._units_left = limits.max_code_units - size.code_units
         self.weight: int = 512 * size.nodes + size.code_units + 64 * program
 
-    def validate(self, instance: Any) -> None:
+    def validate(
+        self,
+        instance: Any,
+        *,
+        next_step: str = READ_WITH_DESCRIBE,
+        given_names: frozenset[str] = frozenset(),
+    ) -> None:
         """Raise ``InvalidArguments`` if ``instance`` fails the schema, or
-        ``ToolValidationUnavailable`` if checking it would exceed a bound."""
+        ``ToolValidationUnavailable`` if checking it would exceed a bound.
+
+        The error's message ends with ``next_step``, where the caller reads the schema. A
+        member the schema does not take is pointed at when its key is a name the caller was
+        given — one the schema writes, or one of ``given_names`` — and never otherwise: a key
+        the caller made up may be data (ADR 0035)."""
         size = measure(instance, self._nodes_left, self._units_left)
         if size is None:
             raise InvalidArguments(_ARGUMENTS_NOT_JSON, extra={"pointer": "", "keyword": "type"})
@@ -108,9 +149,14 @@ class CompiledSchema:
         failure = evaluate(self._root, instance, 0, Run(self._limits))
         if failure is not None:
             keyword = failure.keyword or "false"  # the root schema is ``false`` itself
+            member = failure.member
+            segments: list[str | int] = failure.segments
+            named = False
+            if member is not None and (member in self._names or member in given_names):
+                named, segments = True, [member, *segments]
             raise InvalidArguments(
-                _FAILED.format(keyword=keyword),
-                extra={"pointer": _pointer(failure.segments), "keyword": keyword},
+                _FAILED.format(keyword=keyword, why=_why(failure, named), next=next_step),
+                extra={"pointer": _pointer(segments), "keyword": keyword},
             )
 
     def verdict(self, instance: Any) -> Verdict:
@@ -121,6 +167,44 @@ class CompiledSchema:
         except ToolValidationUnavailable:
             return "unavailable"
         return "valid"
+
+
+def _why(failure: Failure, named: bool) -> str:
+    if failure.member is not None:
+        return _NOT_TAKEN if named else _HOLDS_NOT_TAKEN
+    if failure.allowed == 1:
+        return _WHY["const"]
+    if failure.allowed is not None:
+        return _ENUM.format(allowed=failure.allowed)
+    return _WHY.get(failure.keyword or "", _OTHERWISE)
+
+
+def _declared_names(schema: Any) -> frozenset[str]:
+    """Every member name the schema writes in ``properties``, ``required`` and
+    ``dependentRequired`` (``dependencies``), anywhere in it: names a failure may repeat, since
+    the caller can read them with the schema. Iterative: a schema is nested as deep as it is
+    led (its size is bounded before this runs)."""
+    names: set[str] = set()
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        lists = [value.get("required")]
+        for keyword in ("properties", "dependentRequired", "dependencies"):
+            found = value.get(keyword)
+            if isinstance(found, dict):
+                names.update(found)
+                if keyword != "properties":
+                    lists += found.values()
+        for listed in lists:
+            if isinstance(listed, list):
+                names.update(name for name in listed if isinstance(name, str))
+        stack.extend(value.values())
+    return frozenset(names)
 
 
 def _measure_schema(schema: Any, limits: ValidationLimits) -> Measure:
@@ -136,7 +220,7 @@ def _measure_schema(schema: Any, limits: ValidationLimits) -> Measure:
 
 def _compile(schema: Any, size: Measure) -> CompiledSchema:
     root, program = compile_document(schema, DEFAULT_LIMITS)
-    return CompiledSchema(root, size, DEFAULT_LIMITS, program)
+    return CompiledSchema(root, size, DEFAULT_LIMITS, program, _declared_names(schema))
 
 
 class SchemaCache(Generic[K]):

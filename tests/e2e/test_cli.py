@@ -130,7 +130,8 @@ def test_an_error_is_one_line_on_stderr_and_a_non_zero_exit(
         assert result.stderr.count("\n") == 1
         assert "{not json" not in result.stderr
         if flags and arguments[0] == "describe":  # the navigator answered: its body, as JSON
-            assert json.loads(result.stderr)["error"] == "unknown_tool"
+            # no allow of cli-admin's covers db9: not granted, there or not (ADR 0035)
+            assert json.loads(result.stderr)["error"] == "tool_not_granted"
         else:  # refused before any request: a line
             assert result.stderr.startswith("meshnav: ")
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import jsonschema
 import pytest
 
 from tests.harness import MeshHarness, mcp_client, tool_result
@@ -83,3 +86,75 @@ async def test_search_finds_tools_across_machines(mesh: MeshHarness) -> None:
     addresses = [r["address"] for r in found["results"]]
     assert any(a.endswith("/list_tables") for a in addresses)
     assert "_meta" not in found
+
+
+def _undeclared(schema: dict[str, Any], value: Any, at: str = "") -> list[str]:
+    """Where ``value`` holds a member its schema does not declare in ``properties`` (an open
+    schema, with none, declares nothing and is left as it is: ``call``'s node answers)."""
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [p for i, v in enumerate(value) for p in _undeclared(items, v, f"{at}/{i}")]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return []
+    declared = schema["properties"]
+    return [f"{at}/{key}" for key in value if key not in declared] + [
+        p
+        for key, v in value.items()
+        if key in declared
+        for p in _undeclared(declared[key], v, f"{at}/{key}")
+    ]
+
+
+async def test_every_walker_answer_is_what_its_output_schema_declares(mesh: MeshHarness) -> None:
+    """Issue 29: each answer of a walk over the whole mesh — seats at every level, search
+    (with and without schemas), describe of every tool listed, and calls — validates against
+    its tool's own declared ``outputSchema`` and declares every field it holds, so that a typed
+    client keeps them."""
+    answers: list[tuple[str, dict[str, Any]]] = []
+    async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
+        declared = {tool.name: tool.output_schema for tool in await client.list_tools()}
+
+        async def ask(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            result = await client.call_tool_mcp(tool, arguments)
+            assert not result.is_error, result
+            answer = tool_result(result)
+            answers.append((tool, answer))
+            return answer
+
+        pending: list[str | None] = [None]
+        tools: list[str] = []
+        while pending:  # the whole walk, level by level
+            address = pending.pop()
+            listing = await ask("seats", {} if address is None else {"address": address})
+            for entry in listing["entries"]:
+                if entry["kind"] == "tool":
+                    tools.append(entry["address"])
+                else:
+                    pending.append(entry["address"])
+        assert len(tools) >= 10
+        for query in ("list tables", "uptime", "notes"):
+            await ask("search", {"query": query, "limit": 16})
+            await ask("search", {"query": query, "schemas": True, "limit": 4})
+        for address in tools:
+            if not address.startswith("*/"):
+                await ask("describe", {"address": address})
+        await ask("call", {"address": "db1/sqlite/list_databases"})
+        await ask("call", {"address": "db1/node/uptime"})
+    assert {tool for tool, _ in answers} == {"seats", "search", "describe", "call"}
+    for tool, answer in answers:
+        jsonschema.validate(answer, declared[tool])
+        assert _undeclared(declared[tool], answer) == [], (tool, answer)
+
+
+async def test_a_typed_client_keeps_every_field_describe_answers(mesh: MeshHarness) -> None:
+    """FastMCP's client builds ``.data`` from the declared ``outputSchema``: a field the schema
+    did not declare (``inputSchema`` was one) was dropped from it."""
+    async with mcp_client(mesh.navigator_url, mesh.agent_token) as client:  # type: ignore[attr-defined]
+        result = await client.call_tool("describe", {"address": "db1/sqlite/query"})
+    data = result.data
+    assert data.inputSchema["required"] == ["database", "sql"]
+    assert data.inputSchema["properties"]["max_rows"]["maximum"] == 1000
+    assert len(data.contractDigest) == 64
+    assert data.annotations["readOnlyHint"] is True
+    assert data.outputSchema["type"] == "object"
+    assert (data.status, data.confirmation) == ("answering", "none")

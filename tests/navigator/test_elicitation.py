@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,9 +14,10 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
+from navigator.confirmation import Question
 from navigator.elicitation import elicitor_for
 from navigator.errors import (
     ConfirmationRequired,
@@ -26,7 +28,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
-from navigator.server import running
+from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
@@ -81,7 +83,7 @@ async def test_only_a_strict_yes_allows_a_legacy_call(answer: object, allowed: b
     context.elicit = elicit
     elicitor = elicitor_for(context)
     assert elicitor is not None
-    assert await elicitor.ask("Allow?", "binding") is allowed
+    assert await elicitor.ask(Question("Run m1/r/wipe?", "Allow?"), "binding") is allowed
 
 
 @asynccontextmanager
@@ -105,6 +107,7 @@ async def _wiping(tmp_path: Path) -> AsyncIterator[tuple[Services, str, list[str
 
 
 WIPE = {"name": "wipe", "inputSchema": {"type": "object"}}
+NOBODY = "http://127.0.0.1:9/mcp"  # calls get as far as forwarding, and stop there
 
 
 @pytest.mark.parametrize("meanwhile", ["grant revoked", "tool retired", "contract changed"])
@@ -120,7 +123,7 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
             grant = AccessStore(session).grant("carol", "m1/r/*", effect="allow").id
 
         class Person:
-            async def ask(self, message: str, binding: str) -> bool:
+            async def ask(self, question: Question, binding: str) -> bool:
                 if meanwhile == "grant revoked":
                     with services.registry.transaction() as session:
                         AccessStore(session).revoke_grant(grant)
@@ -167,7 +170,7 @@ async def test_a_credential_that_dies_while_a_person_is_asked_runs_nothing(
         caller = await services.authenticator.verify(token)
 
         class Person:
-            async def ask(self, message: str, binding: str) -> bool:
+            async def ask(self, question: Question, binding: str) -> bool:
                 with services.registry.transaction() as session:
                     if meanwhile == "revoked":
                         AccessStore(session).revoke_principal("carol")
@@ -239,3 +242,58 @@ def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten(
     clock[0] += elicitation.LIMITS.confirm_ttl_s + 1
     assert not signer.redeem(states[1], "p1\nlone\ud800")  # expired
     assert len(signer._used) == 0  # and forgotten
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_person_is_asked_in_words_not_in_code(tmp_path: Path, mode: str) -> None:
+    """Issue 29: the form a client showed its user was titled ``_Allow`` and described by a
+    Python docstring, and its question said a tool with no annotations "may change things". It is
+    titled for the call now, and says why a yes is needed: ``wipe`` declares no read-only hint."""
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append((message, params.requested_schema))
+        return mt.ElicitResult(action="decline")
+
+    async with _wiping(tmp_path) as (services, _url, ran):
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("carol", "m1/r/*", effect="allow")
+        server = build_mcp(services, fixed_caller=Caller("carol", frozenset()))
+        async with Client(server, elicitation_handler=handler, mode=mode) as client:  # type: ignore[arg-type]
+            answer = await client.call_tool_mcp("call", {"address": "m1/r/wipe", "args": {}})
+    assert answer.is_error and ran == []
+    ((message, schema),) = asked
+    # the sessionless era's requestedSchema carries no title or description on the wire (the
+    # 2026-07-28 RequestedSchema): its form is the message and the one field
+    if mode == "legacy" or "title" in schema:
+        assert schema["title"] == "Run m1/r/wipe?"
+        assert schema["description"] == message
+    assert (
+        message == "carol asks to run m1/r/wipe, which declares no read-only hint. Allow this call?"
+    )
+    assert schema["properties"]["allow"]["type"] == "boolean"
+    assert "_Allow" not in json.dumps(schema) and "era" not in json.dumps(schema)
+
+
+async def test_a_confirm_token_says_why_the_tool_needs_one(tmp_path: Path) -> None:
+    """A tool with no annotations was said to change things; it declares no read-only hint,
+    which is what the answer says now, beside a tool that declares it is not read-only."""
+    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    async with running(services):
+        writes = {**WIPE, "name": "write", "annotations": {"readOnlyHint": False}}
+        spec = AssignmentSpec(role="r", module="x", tools=[WIPE, writes], endpoint=NOBODY)
+        await services.registrar.put_assignment("m1", spec)
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("carol", "m1/r/*", effect="allow")
+        reasons = []
+        for name in ("wipe", "write"):
+            with pytest.raises(ConfirmationRequired) as asked:
+                await services.navigator.call(
+                    Caller("carol", frozenset()), f"m1/r/{name}", {}, confirm=None,
+                    elicitor=None, progress=None,
+                )  # fmt: skip
+            assert asked.value.extra["confirm"]
+            reasons.append(asked.value.message)
+    assert reasons[0].startswith("This tool declares no read-only hint, so a call needs")
+    assert reasons[1].startswith("This tool declares it may change things (it is not read-only)")
+    assert all("confirm token" in reason for reason in reasons)

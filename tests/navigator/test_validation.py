@@ -362,7 +362,8 @@ def test_refusal_never_echoes_an_unknown_word_or_schema_content() -> None:
             "type",
         ),
         ({"type": "object"}, [], "", "type"),
-        ({"required": ["a"]}, {}, "", "required"),
+        ({"required": ["a"]}, {}, "/a", "required"),  # the missing member, by the schema's name
+        ({"properties": {"o": {"required": ["a/b"]}}}, {"o": {}}, "/o/a~1b", "required"),
         ({"properties": {"a": False}}, {"a": 1}, "/a", "properties"),
         ({"items": False}, [1], "/0", "items"),
         ({"prefixItems": [{"type": "string"}]}, [1], "/0", "type"),
@@ -388,9 +389,9 @@ def test_refusal_never_echoes_an_unknown_word_or_schema_content() -> None:
         ({"multipleOf": 2}, 3, "", "multipleOf"),
         ({"exclusiveMinimum": 2}, 2, "", "exclusiveMinimum"),
         ({"minimum": 2, "exclusiveMinimum": True}, 2, "", "exclusiveMinimum"),
-        ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "", "dependentRequired"),
+        ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "/b", "dependentRequired"),
         # the schema's own word: a tool written for draft-07 says dependencies
-        ({"dependencies": {"a": ["b"]}}, {"a": 1}, "", "dependencies"),
+        ({"dependencies": {"a": ["b"]}}, {"a": 1}, "/b", "dependencies"),
         ({"enum": [1]}, 2, "", "enum"),
         ({"const": 1}, 2, "", "const"),
         ({"pattern": "^a"}, "b", "", "pattern"),
@@ -455,6 +456,65 @@ def test_keys_the_schema_does_not_declare_never_reach_the_pointer(
     schema: Any, instance: Any, pointer: str, keyword: str
 ) -> None:
     assert invalid(schema, instance).extra == {"pointer": pointer, "keyword": keyword}
+
+
+@pytest.mark.parametrize(
+    ("schema", "instance", "names", "pointer"),
+    [
+        # a name the schema writes elsewhere: the caller put it at the wrong level
+        (
+            {"properties": {"o": {"properties": {"limit": {}}}}, "additionalProperties": False},
+            {"limit": CANARY},
+            frozenset(),
+            "/limit",
+        ),
+        ({"required": ["a"], "additionalProperties": False}, {"a": 1}, frozenset(), "/a"),
+        ({"additionalProperties": False}, {"limit": CANARY}, frozenset({"limit"}), "/limit"),
+        (
+            {"properties": {"o": {"additionalProperties": False}}},
+            {"o": {"a/b": CANARY}},
+            frozenset({"a/b"}),
+            "/o/a~1b",
+        ),
+        (
+            {"patternProperties": {"^l": {"type": "integer"}}},
+            {"limit": CANARY},
+            {"limit"},
+            "/limit",
+        ),
+        # the key is the rejected value itself: never repeated
+        ({"propertyNames": {"maxLength": 3}}, {"limit": 1}, frozenset({"limit"}), ""),
+        ({"additionalProperties": False}, {CANARY: 1}, frozenset({"limit"}), ""),
+    ],
+)
+def test_a_member_not_taken_is_pointed_at_when_its_name_was_given(
+    schema: Any, instance: Any, names: set[str], pointer: str
+) -> None:
+    """Issue 29: an unexpected member is pointed at when its key is a name the caller was given
+    (the schema's, or the walker tools'), and stays at its object when the caller made it up."""
+    with pytest.raises(InvalidArguments) as raised:
+        compile_schema(schema).validate(instance, given_names=frozenset(names))
+    error = raised.value
+    assert error.extra["pointer"] == pointer
+    assert CANARY not in error.message + json.dumps(error.extra)
+    if error.extra["keyword"] != "propertyNames":
+        assert "leave it out" in error.message
+
+
+def test_an_enum_failure_says_how_many_values_and_where_to_read_them() -> None:
+    schema = {"properties": {"database": {"enum": ["main", "logs", CANARY]}}}
+    error = invalid(schema, {"database": "mian"})
+    assert error.extra == {"pointer": "/database", "keyword": "enum"}
+    assert "one of the 3 values" in error.message
+    assert "describe" in error.message
+    assert CANARY not in error.message
+
+
+def test_a_failure_names_the_next_step_it_is_given() -> None:
+    with pytest.raises(InvalidArguments) as raised:
+        compile_schema({"required": ["query"]}).validate({}, next_step="See search in tools/list")
+    assert raised.value.message.endswith("See search in tools/list.")
+    assert "describe" not in raised.value.message
 
 
 CANARY_CASES: list[tuple[Any, Any]] = [

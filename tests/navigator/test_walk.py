@@ -5,7 +5,7 @@ only when a grant names some of them; its listings are those of deciding every t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,13 +66,18 @@ def test_a_decision_for_every_tool_is_each_tools_decision(
 
 
 @contextmanager
-def small_mesh_view(folder: Path) -> Iterator[Catalog]:
-    """``small_mesh`` in a registry in ``folder``, loaded whole into a view."""
+def small_mesh_view(
+    folder: Path, more: Callable[[CatalogStore], object] | None = None
+) -> Iterator[Catalog]:
+    """``small_mesh`` in a registry in ``folder``, and ``more`` when given, loaded whole into a
+    view."""
     url = f"sqlite:///{folder / 'r.db'}"
     migrate(url)
     registry = Registry(url)
     with registry.transaction() as session:
         small_mesh(CatalogStore(session))
+        if more is not None:
+            more(CatalogStore(session))
     view = Catalog(registry)
     asyncio.run(view.load())
     try:
