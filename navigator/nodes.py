@@ -60,6 +60,7 @@ from navigator.errors import (
     ToolNotGranted,
 )
 from navigator.limits import LIMITS
+from navigator.probes import Probes
 
 if TYPE_CHECKING:
     from fastmcp import Client
@@ -371,6 +372,8 @@ class NodeConnections:
             if isinstance(verify, ssl.SSLContext)
             else httpx2.create_ssl_context(verify=verify, trust_env=False)
         )
+        #: Whether a silent machine's node answers a probe (``navigator.probes``).
+        self.probes = Probes(self._verify)
 
     @property
     def verify(self) -> ssl.SSLContext:
@@ -415,6 +418,7 @@ class NodeConnections:
 
     async def forget(self, prefix: str) -> None:
         """Drop every client whose endpoint starts with ``prefix`` (a node came back)."""
+        self.probes.forget(prefix)
         for endpoint in [e for e in self._clients if e.startswith(prefix)]:
             await self._close(endpoint)
 
@@ -437,6 +441,7 @@ class NodeConnections:
     async def close(self) -> None:
         for endpoint in list(self._clients):
             await self._close(endpoint)
+        await self.probes.close()
 
     async def call(
         self,
