@@ -248,8 +248,8 @@ class CatalogEvent:
 class _Machine:
     record: MachineRecord
     heartbeat_at: datetime | None
-    #: The status last announced to live views; a change from it is an event.
-    announced: str = ""
+    #: The status (and ``heartbeats``) last announced to live views; a change is an event.
+    announced: tuple[str, str | None] = ("", None)
 
     def status(self, now: datetime) -> str:
         if self.record.retired_at is not None:
@@ -259,6 +259,14 @@ class _Machine:
             # so answering; a call it does not answer is node_unavailable, and changes nothing here.
             return ANSWERING if self.record.advertise_url is None else NOT_ANSWERING
         return ANSWERING if now <= self.heartbeat_at + self.limit else NOT_ANSWERING
+
+    def heartbeats(self, now: datetime, judged: datetime) -> str | None:
+        """``Catalog.heartbeats``, with ``judged`` the moment its heartbeats are judged at."""
+        if self.heartbeat_at is None or self.record.retired_at is not None:
+            return None
+        if self.status(judged) != ANSWERING:
+            return MISSED
+        return UNRECORDED if self.status(now) != ANSWERING else None
 
     @property
     def limit(self) -> timedelta:
@@ -353,7 +361,9 @@ class _State:
     def put_machine(self, record: MachineRecord) -> None:
         previous = self.machines.get(record.name)
         machine = _Machine(record, record.last_heartbeat_at)
-        machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
+        machine.announced = (
+            previous.announced if previous else (machine.status(datetime.now(UTC)), None)
+        )
         self.machines[record.name] = machine
 
     def put_assignment(
@@ -550,16 +560,21 @@ class Catalog:
         judged = self.writes.judged_at(datetime.now(UTC))
         return None if state.status(judged) == ANSWERING else state.heartbeat_at + state.limit
 
+    def turning_silent(self) -> bool:
+        """Whether a machine last announced answering would now be announced not answering: the
+        moment to ask whether the registry could have recorded its heartbeats."""
+        judged = self.writes.judged_at(datetime.now(UTC))
+        return any(
+            state.announced[0] == ANSWERING and state.status(judged) == NOT_ANSWERING
+            for state in self._state.machines.values()
+        )
+
     def heartbeats(self, machine: str, now: datetime) -> str | None:
         """What ``machine``'s heartbeats tell where they explain its status: ``MISSED`` (not
         answering: none was recorded for three intervals), ``UNRECORDED`` (the status is the one
         it had when the registry stopped taking writes); ``None`` while recorded as they come."""
         state = self._state.machines.get(machine)
-        if state is None or state.heartbeat_at is None or state.record.retired_at is not None:
-            return None
-        if state.status(self.writes.judged_at(now)) != ANSWERING:
-            return MISSED
-        return UNRECORDED if state.status(now) != ANSWERING else None
+        return None if state is None else state.heartbeats(now, self.writes.judged_at(now))
 
     def _served_status(self, machine: str, endpoint: str | None, now: datetime | None) -> str:
         """Its machine's status; not answering without an endpoint to call."""
@@ -758,7 +773,7 @@ class Catalog:
         changed = []
         judged = self.writes.judged_at(now)
         for name, state in (self._state.machines if machines is None else machines).items():
-            status = state.status(judged)
+            status = (state.status(judged), state.heartbeats(now, judged))
             if status != state.announced:
                 state.announced = status
                 changed.append(name)
