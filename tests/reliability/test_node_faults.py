@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,9 @@ import anyio
 import httpx
 import pytest
 
-from tests.harness import MeshHarness, mcp_client, tool_result
+from navigator.errors import NodeUnavailable
+from navigator.probes import Probes
+from tests.harness import MeshHarness, free_port, mcp_client, start_backend, stop, tool_result
 
 pytestmark = [pytest.mark.e2e]
 
@@ -129,3 +133,23 @@ async def test_a_registry_write_lock_does_not_turn_answering_nodes_not_answering
                     "registry"
                 ) != "writable":
                     await anyio.sleep(0.2)
+
+
+async def test_a_probe_lets_calls_through_only_to_a_server_that_answers() -> None:
+    """The probe (ADR 0031): a server that answers lets the call through; a port nobody serves
+    refuses it at once, saying since when, and so does every call while that verdict holds."""
+    backend, port = start_backend()
+    probes = Probes(ssl.create_default_context())
+    since = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
+    try:
+        await probes.admit(f"http://127.0.0.1:{port}/mcp", since)
+        silent = f"http://127.0.0.1:{free_port()}/mcp"
+        for _ in range(3):
+            started = time.monotonic()
+            with pytest.raises(NodeUnavailable) as refused:
+                await probes.admit(silent, since)
+            assert time.monotonic() - started < 0.5
+            assert refused.value.extra == {"since": "2026-12-02T04:00:00+00:00"}
+    finally:
+        await probes.close()
+        stop(backend)
