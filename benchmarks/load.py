@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from fastmcp import Client  # noqa: E402
 from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
 
+from benchmarks.call_overhead import _percentile, register_backend  # noqa: E402
 from tests.harness import MeshHarness, start_backend, stop  # noqa: E402
 
 MACHINES = ("db1", "db2")
@@ -44,11 +44,6 @@ ROWS = 100
 #: What an operation returns: None when the answer is the one asked for, else why it is not.
 Check = Callable[[Any], str | None]
 Operation = tuple[str, str, dict[str, Any], Check]
-
-
-def _percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _seed(root: Path) -> None:
@@ -68,9 +63,12 @@ def _structured(result: Any) -> dict[str, Any]:
 
 
 def _error_code(result: Any) -> str | None:
+    """The navigator's error code, with ``since`` when it refused a machine it holds silent."""
     if not result.is_error:
         return None
-    return str(_structured(result).get("error", "node error"))
+    body = _structured(result)
+    code = str(body.get("error", "node error"))
+    return f"{code} (silent since {body['since']})" if "since" in body else code
 
 
 def _operation(agent: int, n: int) -> Operation:
@@ -185,14 +183,15 @@ async def _stop_for_a_while(process: psutil.Process, after_s: float, for_s: floa
     os.kill(process.pid, signal.SIGCONT)
 
 
-async def main(agents: int, operations: int, faults: bool) -> None:
+async def main(options: argparse.Namespace) -> None:
+    agents, operations, faults = options.agents, options.operations, options.faults
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _seed(root)
         backend, backend_port = start_backend()
         backend_url = f"http://127.0.0.1:{backend_port}/mcp"
-        mesh = MeshHarness(root / "run")
+        mesh = MeshHarness(root / "run", heartbeat_s=5.0)  # as nodes run by default
         try:
             token = mesh.principal("bench")
             admin = mesh.principal("bench-admin", ["mesh:admin"])
@@ -200,12 +199,7 @@ async def main(agents: int, operations: int, faults: bool) -> None:
             mesh.start_navigator()
             for machine in MACHINES:
                 mesh.start_node(machine, ["node", f"sqlite:{root / machine}"])
-            httpx.post(
-                mesh.navigator_url + "/api/v1/assignments",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={"machine": "bench1", "role": "echo", "endpoint": backend_url},
-                timeout=30,
-            ).raise_for_status()
+            register_backend(mesh, admin, backend_url)
             navigator = psutil.Process(mesh.navigator.pid)  # type: ignore[union-attr]
             warm = Tally()
             await _agents(mesh.navigator_url, token, 4, 8, warm)  # every path opened once
@@ -257,13 +251,14 @@ async def main(agents: int, operations: int, faults: bool) -> None:
         f"navigator RSS {rss_before / 2**20:.0f} MiB before, {rss_after / 2**20:.0f} MiB after; "
         f"open descriptors {fds_before} before, {fds_after} after"
     )
-    print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
+    print(
+        f"machine load (1 min): {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
+    )
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--agents", type=int, default=50)
-    parser.add_argument("--operations", type=int, default=200)
-    parser.add_argument("--faults", action="store_true")
-    options = parser.parse_args()
-    asyncio.run(main(options.agents, options.operations, options.faults))
+    arguments = argparse.ArgumentParser(description=__doc__)
+    arguments.add_argument("--agents", type=int, default=50, help="concurrent agents (N)")
+    arguments.add_argument("--operations", type=int, default=200, help="operations each (M)")
+    arguments.add_argument("--faults", action="store_true", help="stop db2 for a third")
+    asyncio.run(main(arguments.parse_args()))
