@@ -5,9 +5,10 @@ Then the same agents call that plain server directly, the baseline, in the same 
 
 Prints per-operation p50/p95/p99, errors by code, lost answers (an exception, no answer) and
 mismatched ones (another request's, another machine's), the navigator's CPU per operation, and its
-RSS and open descriptors before and after. With ``--faults``, a node is stopped (SIGSTOP) for the
-middle third of the run and then resumed: its calls are expected to answer ``node_unavailable``
-while it is not answering, and every other operation as usual.
+RSS and open descriptors before and after. With ``--faults``, a node is stopped (SIGSTOP) after a
+third of the run, for a third of it or three heartbeat intervals and 10 s, whichever is longer,
+then resumed: once it is not answering its calls are expected to answer ``node_unavailable`` at
+once, and every other operation as usual.
 
 Usage: python benchmarks/load.py [--agents N] [--operations M] [--faults]
 """
@@ -210,9 +211,11 @@ async def main(options: argparse.Namespace) -> None:
             run = _agents(mesh.navigator_url, token, agents, operations, tally)
             if faults:
                 node = psutil.Process(mesh.nodes["db2"].process.pid)
-                estimate = agents * operations / 150  # seconds, roughly, on a small machine
+                estimate = agents * operations / 100  # seconds, roughly, on a small machine
+                # past three heartbeat intervals, so that it is held not answering for a while
+                stopped_s = max(estimate / 3, 3 * mesh.heartbeat_s + 10)
                 _, (seconds, done) = await asyncio.gather(
-                    _stop_for_a_while(node, estimate / 3, estimate / 3), run
+                    _stop_for_a_while(node, estimate / 3, stopped_s), run
                 )
             else:
                 seconds, done = await run
@@ -225,7 +228,7 @@ async def main(options: argparse.Namespace) -> None:
 
     print(
         f"load: {agents} agents x {operations} operations ({done} in {seconds:.1f} s, "
-        f"{done / seconds:.0f}/s){' with db2 stopped for the middle third' if faults else ''}"
+        f"{done / seconds:.0f}/s){' with db2 stopped for a while' if faults else ''}"
     )
     print(f"{'operation':<14}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}")
     for name, values in [*sorted(tally.samples.items()), *direct.samples.items()]:
