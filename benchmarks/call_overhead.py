@@ -70,6 +70,16 @@ async def _throughput(
     return sum(counts) / seconds
 
 
+def register_backend(mesh: MeshHarness, admin: str, url: str) -> None:
+    """The plain server at ``url`` registered by URL as ``bench1/echo`` (an operator's act)."""
+    httpx.post(
+        mesh.navigator_url + "/api/v1/assignments",
+        headers={"Authorization": f"Bearer {admin}"},
+        json={"machine": "bench1", "role": "echo", "endpoint": url},
+        timeout=30,
+    ).raise_for_status()
+
+
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system
@@ -87,12 +97,7 @@ async def main(calls: int, seconds: float) -> None:
             admin = mesh.principal("bench-admin", ["mesh:admin"])
             mesh.grant("bench", "bench1/echo/*")
             mesh.start_navigator()
-            httpx.post(
-                mesh.navigator_url + "/api/v1/assignments",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={"machine": "bench1", "role": "echo", "endpoint": backend_url},
-                timeout=30,
-            ).raise_for_status()
+            register_backend(mesh, admin, backend_url)
             headers = {"Authorization": f"Bearer {token}"}
             direct = Client(StreamableHttpTransport(backend_url))
             peer = Client(StreamableHttpTransport(f"http://127.0.0.1:{proxy_port}/mcp"))

@@ -53,14 +53,18 @@ ANSWERS = {
     "seats": (
         "`{address, kind, status?, module?, entries, nextCursor?}`. Each entry is "
         "`{address, kind, ...}`: at the top, mesh seats (`kind: seat`, with `module`, `status`, "
-        "`tools`), machines (`kind: machine`, `status`, `tools`) and node seats "
-        "(`address: */ROLE`, `holderCount`); under a machine, its assignments and node seats "
+        "`tools`), machines (`kind: machine`, `status`, `heartbeats?`, `tools`) and node seats "
+        "(`address: */ROLE`, `holderCount`); under a machine (`status`, `heartbeats?`), its "
+        "assignments and node seats "
         "(`module`, `status`, `tools` — the number the caller may use); under an assignment or "
         "seat, its tools as `{address, kind: tool, title, summary, status}`, without schemas; "
         "under a node seat (`*/ROLE`), its tools as search gives them: one contract on several "
         'machines once (`{address: "*/ROLE/TOOL", holders: [first 16 by name], holderCount, '
         "...}`), a contract on one machine by its own address. Only what holds at least one "
-        "tool the caller may call is listed."
+        "tool the caller may call is listed. A machine's `heartbeats`, where present, says why "
+        "its status is what it is: `missed` (not answering: no heartbeat for three intervals) "
+        "or `unrecorded` (the registry cannot record heartbeats now; the status is the one it "
+        "had when it stopped taking them)."
     ),
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "

@@ -50,6 +50,8 @@ def _label(entry: dict[str, Any]) -> Text:
     if entry.get("status"):
         label.append("  ")
         label.append_text(_status(entry["status"]))
+    if entry.get("heartbeats"):  # why the status is what it is (ADR 0031)
+        label.append(f" (heartbeats {entry['heartbeats']})", style="dim")
     if entry.get("summary"):
         label.append(f"  {entry['summary']}", style="dim")
     return label

@@ -30,6 +30,7 @@ from navigator.metrics import METRICS
 from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.writes import registry_writes
 from registry import RegistryError
 
 __all__ = ["NavigatorApp", "build_app"]
@@ -196,7 +197,7 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
             await anyio.to_thread.run_sync(services.registry.ping)
         except RegistryError:
             return JSONResponse({"status": "registry unavailable"}, status_code=503)
-        return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "ready", **registry_writes(services.catalog.writes)})
 
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(METRICS.render(), media_type="text/plain; version=0.0.4")

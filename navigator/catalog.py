@@ -29,6 +29,7 @@ from navigator.limits import LIMITS
 from navigator.reads import Progress, long_read, off_loop_read, short_read
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
 from navigator.search.documents import slot_setters
+from navigator.writes import RegistryWrites
 from registry import (
     AssignmentPlace,
     CatalogRow,
@@ -42,8 +43,10 @@ from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
 
 __all__ = [
     "ANSWERING",
+    "MISSED",
     "NOT_ANSWERING",
     "RETIRED",
+    "UNRECORDED",
     "Catalog",
     "CatalogEvent",
     "CatalogTool",
@@ -61,6 +64,11 @@ _MIN_PURGE = 1024
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
 RETIRED = "retired"
+
+#: Why a machine's heartbeats say what they say (a view's ``heartbeats`` field, ADR 0031): none
+#: came for three intervals, or the registry could not record those that came.
+MISSED = "missed"
+UNRECORDED = "unrecorded"
 
 
 class Contract:
@@ -240,8 +248,8 @@ class CatalogEvent:
 class _Machine:
     record: MachineRecord
     heartbeat_at: datetime | None
-    #: The status last announced to live views; a change from it is an event.
-    announced: str = ""
+    #: The status (and ``heartbeats``) last announced to live views; a change is an event.
+    announced: tuple[str, str | None] = ("", None)
 
     def status(self, now: datetime) -> str:
         if self.record.retired_at is not None:
@@ -250,8 +258,20 @@ class _Machine:
             # Registered by an operator (an HTTP MCP server by URL): no heartbeat tells otherwise,
             # so answering; a call it does not answer is node_unavailable, and changes nothing here.
             return ANSWERING if self.record.advertise_url is None else NOT_ANSWERING
-        limit = timedelta(seconds=self.record.heartbeat_s * LIMITS.missed_heartbeats)
-        return ANSWERING if now - self.heartbeat_at <= limit else NOT_ANSWERING
+        return ANSWERING if now <= self.heartbeat_at + self.limit else NOT_ANSWERING
+
+    def heartbeats(self, now: datetime, judged: datetime) -> str | None:
+        """``Catalog.heartbeats``, with ``judged`` the moment its heartbeats are judged at."""
+        if self.heartbeat_at is None or self.record.retired_at is not None:
+            return None
+        if self.status(judged) != ANSWERING:
+            return MISSED
+        return UNRECORDED if self.status(now) != ANSWERING else None
+
+    @property
+    def limit(self) -> timedelta:
+        """How long after its last heartbeat a machine is still answering."""
+        return timedelta(seconds=self.record.heartbeat_s * LIMITS.missed_heartbeats)
 
 
 class _SharedContracts:
@@ -341,7 +361,9 @@ class _State:
     def put_machine(self, record: MachineRecord) -> None:
         previous = self.machines.get(record.name)
         machine = _Machine(record, record.last_heartbeat_at)
-        machine.announced = previous.announced if previous else machine.status(datetime.now(UTC))
+        machine.announced = (
+            previous.announced if previous else (machine.status(datetime.now(UTC)), None)
+        )
         self.machines[record.name] = machine
 
     def put_assignment(
@@ -458,8 +480,11 @@ class _State:
 
 
 class Catalog:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, writes: RegistryWrites | None = None) -> None:
         self.registry = registry
+        #: Whether the registry takes this navigator's writes: silence is judged only over the
+        #: time it did (``navigator.writes``).
+        self.writes = writes or RegistryWrites()
         self._state = _State()
         self._listeners: set[asyncio.Queue[CatalogEvent]] = set()
         #: The registry's catalogue revision this view reflects.
@@ -523,7 +548,33 @@ class Catalog:
         state = self._state.machines.get(machine)
         if state is None:
             return NOT_ANSWERING
-        return state.status(now or datetime.now(UTC))
+        return state.status(self.writes.judged_at(now or datetime.now(UTC)))
+
+    def silent_since(self, machine: str) -> datetime | None:
+        """When ``machine`` stopped answering, if it is not answering for want of heartbeats the
+        registry could have recorded; ``None`` otherwise (answering, retired, never heard of, or
+        judged as of an unrecorded write). Read from the view alone: a call asks it first."""
+        state = self._state.machines.get(machine)
+        if state is None or state.heartbeat_at is None or state.record.retired_at is not None:
+            return None
+        judged = self.writes.judged_at(datetime.now(UTC))
+        return None if state.status(judged) == ANSWERING else state.heartbeat_at + state.limit
+
+    def turning_silent(self) -> bool:
+        """Whether a machine last announced answering would now be announced not answering: the
+        moment to ask whether the registry could have recorded its heartbeats."""
+        judged = self.writes.judged_at(datetime.now(UTC))
+        return any(
+            state.announced[0] == ANSWERING and state.status(judged) == NOT_ANSWERING
+            for state in self._state.machines.values()
+        )
+
+    def heartbeats(self, machine: str, now: datetime) -> str | None:
+        """What ``machine``'s heartbeats tell where they explain its status: ``MISSED`` (not
+        answering: none was recorded for three intervals), ``UNRECORDED`` (the status is the one
+        it had when the registry stopped taking writes); ``None`` while recorded as they come."""
+        state = self._state.machines.get(machine)
+        return None if state is None else state.heartbeats(now, self.writes.judged_at(now))
 
     def _served_status(self, machine: str, endpoint: str | None, now: datetime | None) -> str:
         """Its machine's status; not answering without an endpoint to call."""
@@ -720,8 +771,9 @@ class Catalog:
     ) -> list[str]:
         """Announce the machines (every one by default) whose status moved since last told."""
         changed = []
+        judged = self.writes.judged_at(now)
         for name, state in (self._state.machines if machines is None else machines).items():
-            status = state.status(now)
+            status = (state.status(judged), state.heartbeats(now, judged))
             if status != state.announced:
                 state.announced = status
                 changed.append(name)

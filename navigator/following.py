@@ -4,13 +4,16 @@ Every catalogue change is logged in its own transaction (``CatalogStore.log_chan
 and, on PostgreSQL, announced with ``pg_notify`` on commit. A navigator applies the log from where
 its view stands: woken at once by the notification, and by a timer otherwise — so a navigator that
 lost the database, or missed notifications, catches up from the log when it returns. The same timer
-notices machines that stop (or start again) answering, and now and then prunes the log: an entry
-is kept an hour, so that a navigator that lost the database for less than that catches up from
-the log, and one that lost it for longer reloads the whole catalogue (ADR 0008).
+notices machines that stop (or start again) answering — after asking the registry to take a
+write, so that one it would refuse is not taken for their silence (ADR 0031) — and now and then
+prunes the log: an entry is kept an hour, so that a navigator that lost the database for less
+than that catches up from the log, and one that lost it for longer reloads the whole catalogue
+(ADR 0008).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -92,6 +95,18 @@ async def _pruning(services: Services, interval: float) -> None:
         await anyio.sleep(PRUNE_EVERY_S)
 
 
+async def _check_writes(services: Services) -> None:
+    """Before a machine is announced not answering, and while the registry refuses this
+    navigator's writes, ask it to take a write a heartbeat would make (``CatalogStore.
+    check_writes``): a heartbeat recorded by another navigator, or one that no node sends this
+    one any more, is judged by it (``navigator.writes``). A failure is ``RegistryWrites``'."""
+    writes = services.catalog.writes
+    if writes.failing_since is None and not services.catalog.turning_silent():
+        return
+    with contextlib.suppress(RegistryError), writes.watch():
+        await services.transact(lambda session: CatalogStore(session).check_writes())
+
+
 async def follow_registry(services: Services) -> None:
     interval = max(0.2, min(1.0, services.settings.heartbeat_s / 5))
     woken = [anyio.Event()]
@@ -106,6 +121,7 @@ async def follow_registry(services: Services) -> None:
             woken[0] = anyio.Event()
             try:
                 await services.catalog.catch_up()
+                await _check_writes(services)
                 await services.catalog.refresh_heartbeats()
                 if was_down:
                     logger.warning("registry reachable again")

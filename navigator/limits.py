@@ -36,6 +36,13 @@ class Limits:
     confirm_ttl_s: float = 120.0
     #: Time to open a connection to a node before it counts as not answering.
     node_connect_s: float = 3.0
+    #: How long the navigator keeps an idle connection to a node: well before the node closes
+    #: it (its keep-alive, ~75 s), so that the navigator, not the node, ends an idle connection.
+    node_keepalive_s: float = 30.0
+    #: How long a probe of a silent machine's node waits for its answer, and how long its
+    #: verdict holds (``navigator.probes``).
+    node_probe_s: float = 0.25
+    node_probe_every_s: float = 1.0
     #: Heartbeats a machine may miss before it is "not answering".
     missed_heartbeats: int = 3
     #: Room kept for the JSON-RPC envelope and ``_meta`` around a tool's structured content.

@@ -4,7 +4,10 @@ A client is opened on first use and kept. It is dropped — and opened afresh on
 its node registers again or its connection fails; when the node never read the request — the
 connection could not be opened, or a server of the legacy era answered 404 for the session the
 client named, having forgotten it in a restart (MCP: start a new session) — the call is sent once
-on a fresh client. A call the node may have seen is never sent twice. Nodes receive the
+on a fresh client; when the request went on a pooled connection the node closed as it idled, it
+is sent once more on the same client, the pool's next connection (ADR 0031). The pool lets an
+idle connection go after ``LIMITS.node_keepalive_s``, before the node's own keep-alive does. A
+call the node may have seen is never sent twice. Nodes receive the
 navigator's call token in the request's ``_meta``; the caller's own headers never reach them, nor
 does anything else of the caller's request ``_meta``.
 
@@ -40,6 +43,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import httpcore2
 import httpx2
 from mcp import ClientSession
 from mcp.shared._httpx_utils import McpHttpClientFactory, stream_within_origin
@@ -61,6 +65,7 @@ from navigator.errors import (
     ToolNotGranted,
 )
 from navigator.limits import LIMITS
+from navigator.probes import Probes
 
 if TYPE_CHECKING:
     from fastmcp import Client
@@ -83,10 +88,20 @@ _SESSION_HEADER = "mcp-session-id"
 
 class _Sending:
     """What became of one call's requests on a held session: whether one of them was answered
-    404 for its session id (``_session_gone``)."""
+    404 for its session id (``_session_gone``), or went on a connection the node had closed
+    while it idled in the pool (``_trace_reuse``)."""
 
     def __init__(self) -> None:
         self.session_gone = False
+        self.closed_idle = False
+
+    @property
+    def unread(self) -> bool:
+        """Whether the node cannot have read what failed, so that it may be sent again."""
+        return self.session_gone or self.closed_idle
+
+    def reset(self) -> None:
+        self.session_gone = self.closed_idle = False
 
 
 #: The call whose requests a held session is sending. The SDK sends each request in the context
@@ -112,6 +127,42 @@ async def _session_gone(response: httpx2.Response) -> None:
         sending = _SENDING.get()
         if sending is not None:
             sending.session_gone = True
+
+
+async def _trace_reuse(request: httpx2.Request) -> None:
+    """A request hook of every node client's pool: a request sent on a connection taken from the
+    pool (none opened for it) that the node closed — the end of the stream, or a reset, before a
+    byte of an answer — went on a connection the node had closed for idling as the request left
+    (its keep-alive ran out just then): the node did not read it. A connection this navigator
+    closed itself (the client closed under the call) is no such thing."""
+    sending = _SENDING.get()
+    if sending is None:
+        return
+    opened = False
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        nonlocal opened
+        if event.startswith("connection."):
+            opened = True
+        elif (
+            event.endswith(".receive_response_headers.failed")
+            and not opened
+            and _closed_by_node(info.get("exception"))
+        ):
+            sending.closed_idle = True
+
+    request.extensions["trace"] = trace
+
+
+def _closed_by_node(error: object) -> bool:
+    """The node ended the connection before answering: an end of stream with no answer, or a
+    reset; not this side's own close (``ClosedResourceError``)."""
+    if isinstance(error, httpcore2.RemoteProtocolError):
+        return "without sending a response" in str(error)
+    if isinstance(error, httpcore2.ReadError | httpcore2.WriteError):
+        cause = error.__cause__ or error.__context__
+        return isinstance(cause, anyio.BrokenResourceError | anyio.EndOfStream | OSError)
+    return False
 
 
 def _is_connect_failure(error: BaseException) -> bool:
@@ -376,6 +427,8 @@ class NodeConnections:
             if isinstance(verify, ssl.SSLContext)
             else httpx2.create_ssl_context(verify=verify, trust_env=False)
         )
+        #: Whether a silent machine's node answers a probe (``navigator.probes``).
+        self.probes = Probes(self._verify)
 
     @property
     def verify(self) -> ssl.SSLContext:
@@ -387,11 +440,16 @@ class NodeConnections:
         POST or by the session (which reads a JSON answer whole before anything measures it)."""
         kwargs["timeout"] = httpx2.Timeout(None, connect=LIMITS.node_connect_s)
         hooks = kwargs.setdefault("event_hooks", {})
+        hooks["request"] = [*hooks.get("request", ()), _trace_reuse]
         hooks["response"] = [*hooks.get("response", ()), _session_gone]
         return bounded_client(
             verify=self._verify,
             limit=_READ_LIMIT,
-            limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16),
+            limits=httpx2.Limits(
+                max_connections=64,
+                max_keepalive_connections=16,
+                keepalive_expiry=LIMITS.node_keepalive_s,
+            ),
             destinations=self.destinations,
             **kwargs,
         )
@@ -421,6 +479,7 @@ class NodeConnections:
 
     async def forget(self, prefix: str) -> None:
         """Drop every client whose endpoint starts with ``prefix`` (a node came back)."""
+        self.probes.forget(prefix)
         for endpoint in [e for e in self._clients if e.startswith(prefix)]:
             await self._close(endpoint)
 
@@ -443,6 +502,7 @@ class NodeConnections:
     async def close(self) -> None:
         for endpoint in list(self._clients):
             await self._close(endpoint)
+        await self.probes.close()
 
     async def call(
         self,
@@ -481,11 +541,13 @@ class NodeConnections:
                     logger.info("node call failed: the answer is not a result")
                     raise NodeUnavailable() from None
                 except (Exception, BaseExceptionGroup) as error:
-                    if client is not None:
+                    # a connection the node closed as it idled leaves the session whole, and
+                    # the calls in flight beside this one on the client's other connections
+                    if client is not None and not (sending.closed_idle and attempt == 1):
                         await self._close(endpoint, client)
-                    unread = _is_connect_failure(error) or sending.session_gone
+                    unread = _is_connect_failure(error) or sending.unread
                     if unread and attempt == 1:
-                        sending.session_gone = False
+                        sending.reset()
                         continue
                     if unread:
                         raise NodeUnavailable() from None

@@ -182,7 +182,8 @@ class Registrar:
         if not taken:
             raise RegistryUnavailable()
         try:
-            return await anyio.to_thread.run_sync(write)  # a write is never given up
+            with self.catalog.writes.watch():
+                return await anyio.to_thread.run_sync(write)  # a write is never given up
         finally:
             self._turn.release()
 
@@ -295,7 +296,8 @@ class Registrar:
                 _bind(AccessStore(session), principal, machine)
                 return CatalogStore(session).heartbeat(machine)
 
-        at = await anyio.to_thread.run_sync(write)
+        with self.catalog.writes.watch():  # one not recorded is no sign the node went silent
+            at = await anyio.to_thread.run_sync(write)
         self.catalog.note_heartbeat(machine, at)
 
     async def retire(self, machine: str, role: str | None) -> None:

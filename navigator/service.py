@@ -459,6 +459,9 @@ class Navigator:
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
+        silent = self.catalog.silent_since(tool.machine)
+        if silent is not None:  # known not answering: at once, unless a probe finds it back
+            await self.connections.probes.admit(endpoint, silent)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
         asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things

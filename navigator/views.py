@@ -12,7 +12,7 @@ from typing import Any
 
 from navigator.addresses import Address
 from navigator.catalog import RETIRED, Catalog, CatalogAssignment
-from navigator.walk import named_assignments
+from navigator.walk import machine_status, named_assignments
 from registry import MachineRecord
 
 __all__ = ["assignment_views", "machine_view", "mesh_view"]
@@ -76,7 +76,7 @@ def _by_key(assignment: CatalogAssignment) -> tuple[str, str]:
 def _machine(catalog: Catalog, record: MachineRecord, now: datetime) -> dict[str, Any]:
     return {
         "name": record.name,
-        "status": catalog.machine_status(record.name, now),
+        **machine_status(catalog, record.name, now),
         "advertise": record.advertise_url,
         "lastHeartbeat": record.last_heartbeat_at.isoformat() if record.last_heartbeat_at else None,
         "assignments": [],

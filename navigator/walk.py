@@ -26,7 +26,7 @@ from navigator.errors import UnknownTool
 from navigator.grants import Permissions
 from navigator.limits import LIMITS
 
-__all__ = ["authorised_contracts", "named_assignments", "reachable", "walk"]
+__all__ = ["authorised_contracts", "machine_status", "named_assignments", "reachable", "walk"]
 
 NOTHING_HERE = (
     "Nothing you may call is at that address: seats with no address lists the machines and "
@@ -193,7 +193,7 @@ def walk(catalog: Catalog, permissions: Permissions, address: Address | None) ->
         return {
             "address": address.holder,
             "kind": "machine",
-            "status": catalog.machine_status(address.holder),
+            **machine_status(catalog, address.holder, datetime.now(UTC)),
             "entries": sorted(entries, key=_by_address),
         }
     if not holdings:
@@ -259,6 +259,16 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
     }
 
 
+def machine_status(catalog: Catalog, name: str, now: datetime) -> dict[str, str]:
+    """A machine's ``status``, and its ``heartbeats`` where they explain it: ``missed`` when none
+    came, ``unrecorded`` when the registry could not record them (ADR 0031)."""
+    status = {"status": catalog.machine_status(name, now)}
+    heartbeats = catalog.heartbeats(name, now)
+    if heartbeats is not None:
+        status["heartbeats"] = heartbeats
+    return status
+
+
 def _by_address(entry: dict[str, Any]) -> str:
     return str(entry["address"])
 
@@ -283,11 +293,12 @@ def _top(catalog: Catalog, holdings: list[_Holding]) -> list[dict[str, Any]]:
         per_machine[holding.machine] += len(holding.tools)
         if holding.kind == "node seat":
             node_seats[holding.role].append(holding)
+    now = datetime.now(UTC)
     machines = [
         {
             "address": name,
             "kind": "machine",
-            "status": catalog.machine_status(name),
+            **machine_status(catalog, name, now),
             "tools": count,
         }
         for name, count in sorted(per_machine.items())

@@ -346,6 +346,18 @@ class CatalogStore:
         machine.last_heartbeat_at = utcnow()
         return machine.last_heartbeat_at
 
+    def check_writes(self) -> None:
+        """A write that changes nothing, as a heartbeat's would: the first machine's heartbeat
+        written as it is (SQLite's one write lock; a row lock and a WAL record on PostgreSQL). A
+        navigator makes it to learn whether the registry would have recorded heartbeats."""
+        first = select(func.min(Machine.id)).scalar_subquery()
+        self.session.execute(
+            update(Machine)
+            .where(Machine.id == first)
+            .values(last_heartbeat_at=Machine.last_heartbeat_at)
+            .execution_options(synchronize_session=False)
+        )
+
     def retire_machine(self, name: str) -> None:
         self._write()
         machine = self._machine(name)

@@ -28,6 +28,7 @@ __all__ = [
     "document",
     "empty_state",
     "error_page",
+    "heartbeats_note",
     "join",
     "machine_href",
     "sign_in_document",
@@ -80,6 +81,22 @@ def status_badge(status: str) -> Markup:
     """A status as words (with a shape beside them), never by colour alone."""
     kind = STATUS_CLASSES.get(status, "unknown")
     return Markup('<span class="status status-{}">{}</span>').format(kind, status or "unknown")
+
+
+#: What a machine's ``heartbeats`` field says, in words (ADR 0031).
+HEARTBEAT_NOTES = {
+    "missed": "no heartbeat for three intervals",
+    "unrecorded": "heartbeats unrecorded: the registry cannot be written",
+}
+
+
+def heartbeats_note(heartbeats: str | None) -> Markup:
+    """Why a machine's status is what it is, beside its badge; nothing while heartbeats are
+    recorded as they come."""
+    if heartbeats is None:
+        return Markup("")
+    note = HEARTBEAT_NOTES.get(heartbeats, heartbeats)
+    return Markup(' <span class="muted heartbeats">{}</span>').format(note)
 
 
 def empty_state(title: str, text: Markup | str) -> Markup:

@@ -17,6 +17,7 @@ from navigator.console.layout import (
     Page,
     assignment_href,
     empty_state,
+    heartbeats_note,
     join,
     machine_href,
     status_badge,
@@ -60,7 +61,7 @@ def _machine_card(machine: MachineView) -> Markup:
         heading_id,
         machine_href(machine.name),
         machine.name,
-        status_badge(machine.status),
+        status_badge(machine.status) + heartbeats_note(machine.heartbeats),
         machine.tools,
         "tool" if machine.tools == 1 else "tools",
         _holdings_table(f"Assignments on {machine.name}", machine.holdings)
@@ -135,7 +136,7 @@ def mesh_page(view: MeshView) -> Page:
 def machine_page(machine: MachineView) -> Page:
     summary = facts(
         [
-            ("Status", status_badge(machine.status)),
+            ("Status", status_badge(machine.status) + heartbeats_note(machine.heartbeats)),
             ("Tools you may call", machine.tools),
             (
                 "Reached at",

@@ -70,6 +70,8 @@ class MachineView:
     holdings: tuple[Holding, ...]
     advertise: str | None = None
     last_heartbeat: str | None = None
+    #: Why the status is what it is, where the heartbeats explain it (``Catalog.heartbeats``).
+    heartbeats: str | None = None
     #: A listing was longer than the console reads (``MAX_LISTING_PAGES``): not all is shown.
     truncated: bool = False
 
@@ -176,6 +178,7 @@ class Viewpoint:
                         status=entry["status"],
                         tools=entry["tools"],
                         holdings=tuple(_holding(e, name) for e in held[name].values()),
+                        heartbeats=entry.get("heartbeats"),
                     )
                     for name, entry in machines.items()
                 ),
@@ -221,6 +224,7 @@ class Viewpoint:
             return MachineView(
                 name=name,
                 status=listing["status"],
+                heartbeats=listing.get("heartbeats"),
                 tools=sum(e["tools"] for e in entries),
                 holdings=tuple(_holding(e, name) for e in entries),
                 truncated=listing["truncated"],
@@ -338,5 +342,6 @@ def _operator_machine(
         holdings=tuple(_operator_holding(a, counts) for a in machine["assignments"]),
         advertise=machine["advertise"],
         last_heartbeat=machine["lastHeartbeat"],
+        heartbeats=machine.get("heartbeats"),
         truncated=truncated,
     )

@@ -185,7 +185,8 @@ def test_openapi_document_validates(mesh: MeshHarness) -> None:
 
 def test_health_ready_and_metrics(mesh: MeshHarness) -> None:
     assert httpx.get(f"{mesh.navigator_url}/healthz").json() == {"status": "alive"}
-    assert httpx.get(f"{mesh.navigator_url}/readyz").json() == {"status": "ready"}
+    ready = httpx.get(f"{mesh.navigator_url}/readyz").json()
+    assert ready == {"status": "ready", "registry": "writable"}
     metrics = httpx.get(f"{mesh.navigator_url}/metrics").text
     assert "meshnav_tool_requests_total" in metrics
     assert 'meshnav_machines{status="answering"}' in metrics

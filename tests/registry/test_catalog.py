@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registry import CatalogStore, Conflict, NewTool, Registry, SeatNotPlaced
+from registry import CatalogStore, Conflict, NewTool, Registry, RegistryUnavailable, SeatNotPlaced
 from registry.catalog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -356,3 +356,37 @@ def test_rows_read_ahead_keep_their_order_and_raise_in_the_reader() -> None:
     assert next(reader) == (0, 0)
     reader.close()  # stops and joins its thread
     assert not [t for t in threading.enumerate() if t.name == "meshnav-catalogue-rows"]
+
+
+def test_a_write_check_changes_nothing_and_fails_while_another_holds_the_row(
+    registry: Registry,
+) -> None:
+    """``check_writes`` writes as a heartbeat would: it changes no heartbeat, and it is refused
+    (``RegistryUnavailable``) while another transaction holds what a heartbeat would write."""
+    with registry.transaction() as session:
+        CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=5)
+    with registry.transaction() as session:
+        before = CatalogStore(session).machine("db1").last_heartbeat_at
+    with registry.transaction() as session:
+        CatalogStore(session).check_writes()
+    with registry.transaction() as session:
+        assert CatalogStore(session).machine("db1").last_heartbeat_at == before
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:  # another process's writer, holding the heartbeat's row (or the file)
+        with registry.transaction() as session:
+            CatalogStore(session).heartbeat("db1")
+            session.flush()
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        with pytest.raises(RegistryUnavailable), registry.transaction() as session:
+            CatalogStore(session).check_writes()
+    finally:
+        release.set()
+        holder.join()
