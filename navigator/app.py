@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
-from fastmcp.server.http import HostOriginGuardMiddleware
+from fastmcp.server.http import HostOriginGuardMiddleware, StreamableHTTPASGIApp
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -29,7 +30,9 @@ from navigator.console import console_routes, is_console_path
 from navigator.metrics import METRICS
 from navigator.server import build_mcp, running
 from navigator.services import Services
+from navigator.sessions import SessionBook
 from navigator.settings import NavigatorSettings
+from navigator.stopping import Stopping
 from registry import RegistryError
 
 __all__ = ["NavigatorApp", "build_app"]
@@ -46,9 +49,11 @@ class NavigatorApp(Starlette):
     of passing the outer error and exception layers and matching every route before the mount
     that would reach the same app."""
 
-    def __init__(self, *, mcp: ASGIApp, **kwargs: Any) -> None:
+    def __init__(self, *, mcp: ASGIApp, stopping: Stopping, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mcp = mcp
+        #: Its drain, for the server that runs it (``mesh.serving.Server``).
+        self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == MCP_PATH:
@@ -165,9 +170,19 @@ def _plain(answer: list[Message]) -> list[Message]:
     return [{**start, "headers": headers}, {"type": "http.response.body", "body": plain}]
 
 
+def _session_manager(mcp_app: Starlette) -> StreamableHTTPSessionManager:
+    """The MCP SDK's session manager FastMCP made for ``mcp_app`` when its lifespan began."""
+    for route in mcp_app.routes:
+        endpoint = getattr(route, "endpoint", None)
+        if isinstance(endpoint, StreamableHTTPASGIApp) and endpoint.session_manager is not None:
+            return endpoint.session_manager
+    raise RuntimeError("the MCP app has no session manager")
+
+
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
     services = Services.create(settings)
-    mcp_app = build_mcp(services).http_app(
+    stopping = Stopping()
+    mcp_app = build_mcp(services, stopping=stopping).http_app(
         path="/mcp",
         # pinned, not read from FastMCP's environment (FASTMCP_JSON_RESPONSE, …): an answer as one
         # JSON body would carry no progress, and a stateless legacy era no elicitation
@@ -179,6 +194,8 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
     )
     _remember_host_origin(mcp_app)
     mcp_app.user_middleware.append(Middleware(PlainRefusals))
+    sessions = SessionBook(mcp_app, per_principal=settings.sessions_per_principal)
+    stopping.sessions = sessions
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -186,12 +203,16 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
             running(services, migrate_first=migrate_first),
             mcp_app.router.lifespan_context(mcp_app),
         ):
+            sessions.manager = _session_manager(mcp_app)
+            sessions.manager.max_sessions = settings.sessions_max
             yield
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "alive"})
 
     async def readyz(request: Request) -> Response:
+        if stopping.refusing:  # a balancer sends new agents elsewhere while this one drains
+            return JSONResponse({"status": "stopping"}, status_code=503)
         try:
             await anyio.to_thread.run_sync(services.registry.ping)
         except RegistryError:
@@ -210,7 +231,8 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
         )
 
     app = NavigatorApp(
-        mcp=guard(mcp_app),  # type: ignore[arg-type]
+        mcp=guard(sessions),  # type: ignore[arg-type]
+        stopping=stopping,
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 
-from pydantic import SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
@@ -36,6 +36,11 @@ class NavigatorSettings(ListeningSettings):
     #: A CA bundle (PEM) trusted for ``https`` node URLs beside the system's: nodes serving TLS
     #: with a certificate of a private CA, or one they signed themselves.
     node_ca: str | None = None
+    #: The legacy era's MCP sessions one principal may hold (an agent holds one; many agents
+    #: sharing a principal's token one each), and all principals together (the MCP SDK's
+    #: default); ADR 0030.
+    sessions_per_principal: int = Field(default=64, gt=0)
+    sessions_max: int = Field(default=10_000, gt=0)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
