@@ -121,12 +121,20 @@ def _remember_host_origin(app: Starlette) -> None:
 _UNREAD_BODY = "Validation error:"
 #: What the sessionless era's transport says of such a body, and now the legacy era's too.
 PLAIN_REFUSAL = "Body must be a single JSON-RPC request or notification object"
+#: What the SDK answers for a session id it does not hold (404), and what the navigator says.
+_NO_SESSION = "Session not found"
+SESSION_GONE = (
+    "Session not found: the navigator restarted, or the session ended. Open a fresh session "
+    "(initialize again, without the Mcp-Session-Id header); nothing else is needed."
+)
+_HELD_STATUSES = (400, 404)
 
 
 class PlainRefusals:
     """The MCP app, less what the SDK's legacy-era transport repeats of a body it cannot read:
-    its 400 says only what the sessionless era's says (SPEC §9: no error repeats what was sent).
-    Only a 400 is held and read; every other answer passes as it is sent."""
+    its 400 says only what the sessionless era's says (SPEC §9: no error repeats what was sent);
+    and its 404 for a session it does not hold says what to do (ADR 0030). Only a 400 or a 404
+    is held and read; every other answer passes as it is sent."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -139,7 +147,7 @@ class PlainRefusals:
 
         async def sending(message: Message) -> None:
             if not held and not (
-                message["type"] == "http.response.start" and message["status"] == 400
+                message["type"] == "http.response.start" and message["status"] in _HELD_STATUSES
             ):
                 await send(message)
                 return
@@ -153,21 +161,29 @@ class PlainRefusals:
 
 
 def _plain(answer: list[Message]) -> list[Message]:
-    """A 400 as it was sent, or with the plain refusal in place of the transport's message."""
+    """A 400 or 404 as it was sent, or with the navigator's words in place of the transport's
+    message."""
     start, body = answer[0], b"".join(m.get("body", b"") for m in answer[1:])
     try:
         refusal = json.loads(body)
         error = refusal["error"]
-        repeats = error["message"].startswith(_UNREAD_BODY)
+        said = error["message"]
+        plain = (
+            PLAIN_REFUSAL
+            if said.startswith(_UNREAD_BODY)
+            else SESSION_GONE
+            if said == _NO_SESSION
+            else None
+        )
     except (ValueError, TypeError, KeyError, AttributeError):  # not the transport's JSON-RPC
         return answer
-    if not repeats:
+    if plain is None:
         return answer
-    error["message"] = PLAIN_REFUSAL
-    plain = json.dumps(refusal, separators=(",", ":")).encode()
+    error["message"] = plain
+    rewritten = json.dumps(refusal, separators=(",", ":")).encode()
     headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-    headers.append((b"content-length", str(len(plain)).encode()))
-    return [{**start, "headers": headers}, {"type": "http.response.body", "body": plain}]
+    headers.append((b"content-length", str(len(rewritten)).encode()))
+    return [{**start, "headers": headers}, {"type": "http.response.body", "body": rewritten}]
 
 
 def _session_manager(mcp_app: Starlette) -> StreamableHTTPSessionManager:
