@@ -111,6 +111,7 @@ class Server(uvicorn.Server):
             config.timeout_graceful_shutdown = int(GRACE_S)
         self.limits = limits or ConnectionLimits(connection_cap())
         config.http = guarded_protocol(self.limits)
+        config.ws = "none"  # nothing of meshnav speaks WebSocket; an upgrade is plain HTTP here
         config.timeout_keep_alive = self.limits.keep_alive_s  # type: ignore[assignment]
         bound_server_logs()
         self.drain = drain

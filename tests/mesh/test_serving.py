@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import AsyncIterator
 
 import anyio
 import httpx
@@ -18,7 +17,7 @@ from starlette.routing import Route
 
 from mesh.connections import KEEP_ALIVE_S, ConnectionLimits
 from mesh.serving import Server, serve_until_stopped
-from tests.harness import free_port
+from tests.harness import free_port, serving
 
 
 def _server() -> Server:
@@ -52,25 +51,14 @@ async def test_work_that_returns_stops_the_server() -> None:
     assert server.started and server.should_exit
 
 
-@contextlib.asynccontextmanager
-async def _serving(limits: ConnectionLimits) -> AsyncIterator[int]:
+def _serving(limits: ConnectionLimits) -> contextlib.AbstractAsyncContextManager[int]:
     """A Starlette app answering ``/`` behind ``Server`` with ``limits``, on a free port."""
 
     async def hello(request: Request) -> Response:
         return PlainTextResponse("hello")
 
-    port = free_port()
     app = Starlette(routes=[Route("/", hello)])
-    server = Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"), limits)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:
-                await anyio.sleep(0.02)
-        try:
-            yield port
-        finally:
-            server.should_exit = True
+    return serving(app, server_class=lambda config: Server(config, limits))
 
 
 def _closed_by_peer(sock: socket.socket, within_s: float) -> bool:
