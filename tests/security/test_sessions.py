@@ -8,6 +8,7 @@ idle longest is closed to make room.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.harness import MeshHarness, tool_result
+from tests.reliability.test_stopping import ECHO_MODULE
 
 pytestmark = [pytest.mark.e2e]
 
@@ -85,3 +87,30 @@ async def test_a_principal_at_its_session_cap_leaves_room_for_another(
     assert oldest.status_code == 404, "the principal's session idle longest is closed first"
     assert "Open a fresh session" in oldest.text
     assert newest.status_code == 200, newest.text
+
+
+async def test_a_principal_whose_sessions_are_all_answering_is_told_to_wait(
+    navigator: MeshHarness,
+) -> None:
+    """No session answering a request is closed to make room: the new one is ``rate_limited``."""
+    navigator.grant("filler", "*/*/*")
+    await anyio.to_thread.run_sync(lambda: navigator.start_node("slow1", ["node", ECHO_MODULE]))
+    filler = navigator.filler  # type: ignore[attr-defined]
+    headers = {"Authorization": f"Bearer {filler}"}
+    nap = {"address": "slow1/echo/nap", "args": {"seconds": 4}}
+    async with (
+        contextlib.AsyncExitStack() as clients,
+        anyio.create_task_group() as tasks,
+        httpx.AsyncClient(base_url=navigator.navigator_url, headers=headers, timeout=30) as http,
+    ):
+        for _ in range(PER_PRINCIPAL):
+            transport = StreamableHttpTransport(navigator.navigator_url + "/mcp", headers=headers)
+            client = await clients.enter_async_context(
+                Client(transport, mode="legacy", timeout=30)  # type: ignore[arg-type]
+            )
+            tasks.start_soon(client.call_tool_mcp, "call", nap)
+        await anyio.sleep(2)  # every call is in flight
+        refused = await http.post("/mcp", json=INITIALIZE, headers=ACCEPT)
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"] == "rate_limited"
+    assert refused.json()["retryAfterS"] >= 1
