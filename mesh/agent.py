@@ -282,7 +282,7 @@ async def serve_node(
     )
     try:
         sockets = None if server_socket is None else [server_socket]
-        await serve_until_stopped(Server(config), sockets, agent.run)
+        await serve_until_stopped(Server(config, settings.connection_limits()), sockets, agent.run)
     finally:
         with anyio.CancelScope(shield=True):
             await agent.http.aclose()

@@ -7,6 +7,8 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mesh.connections import READ_TIMEOUT_S, ConnectionLimits, connection_cap
+
 __all__ = [
     "MAX_HEARTBEAT_S",
     "MIN_HEARTBEAT_S",
@@ -53,6 +55,14 @@ class ListeningSettings(BaseSettings):
     """Settings of a server that listens on ``HOST:PORT``, checked when read."""
 
     listen: Listen = "127.0.0.1:7801"
+    #: The most connections the server holds (ADR 0030); never more than its descriptor limit
+    #: leaves room for. Unset: ``mesh.connections.MAX_CONNECTIONS`` within that room.
+    max_connections: int | None = Field(default=None, gt=0)
+    #: Seconds a request has to arrive whole (headers and body) from its first byte.
+    read_timeout_s: float = Field(default=READ_TIMEOUT_S, gt=0, le=3600)
+
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(connection_cap(self.max_connections), self.read_timeout_s)
 
     @property
     def host(self) -> str:

@@ -110,7 +110,8 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
             await anyio.sleep_forever()
 
         try:
-            await serve_until_stopped(Server(config), [server_socket], serving)
+            server = Server(config, settings.connection_limits(), drain=app.stopping.drain)
+            await serve_until_stopped(server, [server_socket], serving)
         except ServeFailed:
             raise CommandError(
                 f"the navigator could not start on {url}; see the log above"

@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
-from fastmcp.server.http import HostOriginGuardMiddleware
+from fastmcp.server.http import HostOriginGuardMiddleware, StreamableHTTPASGIApp
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -29,7 +30,9 @@ from navigator.console import console_routes, is_console_path
 from navigator.metrics import METRICS
 from navigator.server import build_mcp, running
 from navigator.services import Services
+from navigator.sessions import SessionBook
 from navigator.settings import NavigatorSettings
+from navigator.stopping import Stopping
 from navigator.writes import registry_writes
 from registry import RegistryError
 
@@ -47,9 +50,11 @@ class NavigatorApp(Starlette):
     of passing the outer error and exception layers and matching every route before the mount
     that would reach the same app."""
 
-    def __init__(self, *, mcp: ASGIApp, **kwargs: Any) -> None:
+    def __init__(self, *, mcp: ASGIApp, stopping: Stopping, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mcp = mcp
+        #: Its drain, for the server that runs it (``mesh.serving.Server``).
+        self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == MCP_PATH:
@@ -117,12 +122,20 @@ def _remember_host_origin(app: Starlette) -> None:
 _UNREAD_BODY = "Validation error:"
 #: What the sessionless era's transport says of such a body, and now the legacy era's too.
 PLAIN_REFUSAL = "Body must be a single JSON-RPC request or notification object"
+#: What the SDK answers for a session id it does not hold (404), and what the navigator says.
+_NO_SESSION = "Session not found"
+SESSION_GONE = (
+    "Session not found: the navigator restarted, or the session ended. Open a fresh session "
+    "(initialize again, without the Mcp-Session-Id header); nothing else is needed."
+)
+_HELD_STATUSES = (400, 404)
 
 
 class PlainRefusals:
     """The MCP app, less what the SDK's legacy-era transport repeats of a body it cannot read:
-    its 400 says only what the sessionless era's says (SPEC §9: no error repeats what was sent).
-    Only a 400 is held and read; every other answer passes as it is sent."""
+    its 400 says only what the sessionless era's says (SPEC §9: no error repeats what was sent);
+    and its 404 for a session it does not hold says what to do (ADR 0030). Only a 400 or a 404
+    is held and read; every other answer passes as it is sent."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -135,7 +148,7 @@ class PlainRefusals:
 
         async def sending(message: Message) -> None:
             if not held and not (
-                message["type"] == "http.response.start" and message["status"] == 400
+                message["type"] == "http.response.start" and message["status"] in _HELD_STATUSES
             ):
                 await send(message)
                 return
@@ -149,26 +162,44 @@ class PlainRefusals:
 
 
 def _plain(answer: list[Message]) -> list[Message]:
-    """A 400 as it was sent, or with the plain refusal in place of the transport's message."""
+    """A 400 or 404 as it was sent, or with the navigator's words in place of the transport's
+    message."""
     start, body = answer[0], b"".join(m.get("body", b"") for m in answer[1:])
     try:
         refusal = json.loads(body)
         error = refusal["error"]
-        repeats = error["message"].startswith(_UNREAD_BODY)
+        said = error["message"]
+        plain = (
+            PLAIN_REFUSAL
+            if said.startswith(_UNREAD_BODY)
+            else SESSION_GONE
+            if said == _NO_SESSION
+            else None
+        )
     except (ValueError, TypeError, KeyError, AttributeError):  # not the transport's JSON-RPC
         return answer
-    if not repeats:
+    if plain is None:
         return answer
-    error["message"] = PLAIN_REFUSAL
-    plain = json.dumps(refusal, separators=(",", ":")).encode()
+    error["message"] = plain
+    rewritten = json.dumps(refusal, separators=(",", ":")).encode()
     headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-    headers.append((b"content-length", str(len(plain)).encode()))
-    return [{**start, "headers": headers}, {"type": "http.response.body", "body": plain}]
+    headers.append((b"content-length", str(len(rewritten)).encode()))
+    return [{**start, "headers": headers}, {"type": "http.response.body", "body": rewritten}]
+
+
+def _session_manager(mcp_app: Starlette) -> StreamableHTTPSessionManager:
+    """The MCP SDK's session manager FastMCP made for ``mcp_app`` when its lifespan began."""
+    for route in mcp_app.routes:
+        endpoint = getattr(route, "endpoint", None)
+        if isinstance(endpoint, StreamableHTTPASGIApp) and endpoint.session_manager is not None:
+            return endpoint.session_manager
+    raise RuntimeError("the MCP app has no session manager")
 
 
 def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
     services = Services.create(settings)
-    mcp_app = build_mcp(services).http_app(
+    stopping = Stopping()
+    mcp_app = build_mcp(services, stopping=stopping).http_app(
         path="/mcp",
         # pinned, not read from FastMCP's environment (FASTMCP_JSON_RESPONSE, …): an answer as one
         # JSON body would carry no progress, and a stateless legacy era no elicitation
@@ -180,6 +211,8 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
     )
     _remember_host_origin(mcp_app)
     mcp_app.user_middleware.append(Middleware(PlainRefusals))
+    sessions = SessionBook(mcp_app, per_principal=settings.sessions_per_principal)
+    stopping.sessions = sessions
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -187,12 +220,16 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
             running(services, migrate_first=migrate_first),
             mcp_app.router.lifespan_context(mcp_app),
         ):
+            sessions.manager = _session_manager(mcp_app)
+            sessions.manager.max_sessions = settings.sessions_max
             yield
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "alive"})
 
     async def readyz(request: Request) -> Response:
+        if stopping.refusing:  # a balancer sends new agents elsewhere while this one drains
+            return JSONResponse({"status": "stopping"}, status_code=503)
         try:
             await anyio.to_thread.run_sync(services.registry.ping)
         except RegistryError:
@@ -211,7 +248,8 @@ def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> Nav
         )
 
     app = NavigatorApp(
-        mcp=guard(mcp_app),  # type: ignore[arg-type]
+        mcp=guard(sessions),  # type: ignore[arg-type]
+        stopping=stopping,
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),

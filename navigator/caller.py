@@ -12,6 +12,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import mcp_types as mt
 from fastmcp.server.dependencies import get_http_request
@@ -30,6 +31,9 @@ from navigator.errors import (
 from navigator.grants import Caller
 from navigator.metrics import METRICS
 from registry import RegistryError
+
+if TYPE_CHECKING:
+    from navigator.stopping import Stopping
 
 __all__ = ["CallerMiddleware", "CallerSource", "current_caller", "resolve_caller"]
 
@@ -71,9 +75,17 @@ def current_caller() -> Caller:
 
 
 class CallerMiddleware(Middleware):
-    def __init__(self, walker_names: set[str], source: CallerSource | None = None) -> None:
+    def __init__(
+        self,
+        walker_names: set[str],
+        source: CallerSource | None = None,
+        *,
+        stopping: Stopping | None = None,
+    ) -> None:
         self.walker_names = walker_names
         self.source = source
+        #: While the navigator drains, a new call is refused (ADR 0030).
+        self.stopping = stopping
 
     async def on_call_tool(
         self,
@@ -85,6 +97,9 @@ class CallerMiddleware(Middleware):
         tool = name if name in self.walker_names else "unknown"
         code = "ok"
         try:
+            refusal = self.stopping.refusal() if self.stopping is not None else None
+            if refusal is not None:
+                raise refusal
             if name not in self.walker_names:
                 raise UnknownTool("The navigator offers only seats, search, describe and call.")
             if not isinstance(context.message.arguments or {}, dict):

@@ -10,10 +10,12 @@
     ├── ToolGrantsChanged               tool_grants_changed          409
     ├── ToolSchemaTooLarge              tool_schema_too_large        413
     ├── ConfirmationRequired            confirmation_required        428
+    ├── RateLimited                     rate_limited                 429
     ├── NodeAnswerTooLarge              node_answer_too_large        502
     ├── NodeUnavailable                 node_unavailable             503
     ├── ToolValidationUnavailable       tool_validation_unavailable  503
     ├── RegistryUnavailable             registry_unavailable         503
+    ├── NavigatorStopping               navigator_stopping           503  (ADR 0030)
     ├── NodeTimeout                     node_timeout                 504
     ├── NotFound                        not_found                    404  (admin API only)
     ├── Conflict                        conflict                     409  (admin API only)
@@ -37,10 +39,12 @@ __all__ = [
     "InvalidCursor",
     "MethodNotAllowed",
     "NavigatorError",
+    "NavigatorStopping",
     "NodeAnswerTooLarge",
     "NodeTimeout",
     "NodeUnavailable",
     "NotFound",
+    "RateLimited",
     "RegistryUnavailable",
     "TooManyStreams",
     "ToolGrantsChanged",
@@ -127,6 +131,17 @@ class ConfirmationRequired(NavigatorError):
     default_message = "This tool changes things: call again with the confirm token."
 
 
+class RateLimited(NavigatorError):
+    """Past a bound of the caller's own; ``retryAfterS`` says when to try again."""
+
+    code = "rate_limited"
+    status = 429
+    default_message = "The caller is past one of its limits; try again later."
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int) -> None:
+        super().__init__(message, extra={"retryAfterS": retry_after_s})
+
+
 class NodeAnswerTooLarge(NavigatorError):
     code = "node_answer_too_large"
     status = 502
@@ -149,6 +164,20 @@ class RegistryUnavailable(NavigatorError):
     code = "registry_unavailable"
     status = 503
     default_message = "The registry cannot be read right now."
+
+
+class NavigatorStopping(NavigatorError):
+    """A new call while the navigator drains (ADR 0030): only calls are refused."""
+
+    code = "navigator_stopping"
+    status = 503
+    default_message = (
+        "The navigator is stopping and takes no new calls: call again after retryAfterS "
+        "seconds, in a fresh MCP session (a restarted navigator knows none of the old ones)."
+    )
+
+    def __init__(self, *, retry_after_s: int) -> None:
+        super().__init__(extra={"retryAfterS": retry_after_s})
 
 
 class NodeTimeout(NavigatorError):

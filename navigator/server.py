@@ -9,6 +9,7 @@ import gc
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 import anyio
 import fastmcp
@@ -26,6 +27,9 @@ from navigator.services import Services
 from navigator.tools import WALKER_TOOLS, walker_tools
 from registry import migrate
 
+if TYPE_CHECKING:
+    from navigator.stopping import Stopping
+
 __all__ = ["build_mcp", "running"]
 
 INSTRUCTIONS = (
@@ -39,13 +43,18 @@ NO_SUCH_METHOD = NotFound(
 
 
 def build_mcp(
-    services: Services, fixed_caller: Caller | None = None, *, token: str | None = None
+    services: Services,
+    fixed_caller: Caller | None = None,
+    *,
+    token: str | None = None,
+    stopping: Stopping | None = None,
 ) -> FastMCP:
     """The MCP server: exactly the four walker tools.
 
     Over HTTP each request names its caller. Without HTTP (stdio), ``token`` is authenticated
     again for every request, so its grants are read then and its revocation seen then (SPEC §3);
     ``fixed_caller`` is for tests, its grants read on each request too (``Caller.grants`` None).
+    ``stopping`` refuses new calls while an HTTP navigator drains.
     """
     source = _caller_source(services, fixed_caller, token)
     # FastMCP's OpenTelemetry spans would record exception text (FastMCP's own errors echo the
@@ -60,7 +69,7 @@ def build_mcp(
         mask_error_details=True,
         middleware=[
             UnknownMethods(error_body(NO_SUCH_METHOD)),
-            CallerMiddleware(set(WALKER_TOOLS), source),
+            CallerMiddleware(set(WALKER_TOOLS), source, stopping=stopping),
         ],
         tools=list(walker_tools(services.navigator)),
     )

@@ -51,6 +51,11 @@ class NavigatorSettings(ListeningSettings):
     node_max_assignments: int = Field(default=NODE_MAX_ASSIGNMENTS, ge=1)
     node_max_tools: int = Field(default=NODE_MAX_TOOLS, ge=1)
     retired_retention_days: float = Field(default=RETIRED_KEPT_DAYS, ge=0)
+    #: The legacy era's MCP sessions one principal may hold (an agent holds one; many agents
+    #: sharing a principal's token one each), and all principals together (the MCP SDK's
+    #: default); ADR 0030.
+    sessions_per_principal: int = Field(default=64, gt=0)
+    sessions_max: int = Field(default=10_000, gt=0)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""

@@ -287,14 +287,17 @@ async def mcp_client(
 
 
 @asynccontextmanager
-async def serving(app: Any, port: int | None = None, **options: Any) -> AsyncIterator[int]:
+async def serving(
+    app: Any, port: int | None = None, server_class: Any = None, **options: Any
+) -> AsyncIterator[int]:
     """``app`` served by uvicorn in this task on a loopback port (yielded; a free one unless
-    given), until the block ends; ``options`` are uvicorn's (TLS files, lifespan, …)."""
+    given), until the block ends; ``options`` are uvicorn's (TLS files, lifespan, …), and
+    ``server_class`` makes the server from its config (uvicorn's own unless given)."""
     import uvicorn
 
     port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **options)
-    server = uvicorn.Server(config)
+    server = (server_class or uvicorn.Server)(config)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
         with anyio.fail_after(30):

@@ -681,7 +681,11 @@ def test_a_navigator_whose_start_fails_says_so_in_one_line(
         raise RuntimeError("the catalogue could not be read")
         yield
 
-    monkeypatch.setattr("navigator.app.build_app", lambda *a, **k: Starlette(lifespan=failing))
+    from navigator.stopping import Stopping
+
+    failed = Starlette(lifespan=failing)
+    failed.stopping = Stopping()  # type: ignore[attr-defined]  # what a navigator app has
+    monkeypatch.setattr("navigator.app.build_app", lambda *a, **k: failed)
     database = f"sqlite:///{tmp_path / 'r.db'}"
     listen = f"127.0.0.1:{free_port()}"
     result = CliRunner().invoke(
