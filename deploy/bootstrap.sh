@@ -92,4 +92,4 @@ if not path.exists():
     sqlite3.connect(path).executescript(sys.stdin.read())
 " <deploy/web1/notes.sql
 
-echo "bootstrap: done; the tokens are in .env. Next: docker compose up -d"
+echo "bootstrap: done; the tokens are in .env. Next: docker compose up -d --wait"

@@ -226,10 +226,27 @@ def statuses(stack: Stack, navigator: str) -> dict[str, list[str]]:
     return found
 
 
+#: compose.yaml's first run, as its header gives it; the passwords are set after the first.
+FIRST_RUN = (
+    "cp deploy/.env.example .env",
+    "sh deploy/bootstrap.sh",
+    "docker compose up -d --wait",
+    'docker compose run --rm cli search "list databases"',
+)
+
+
+def test_the_first_run_is_the_one_compose_yaml_gives() -> None:
+    header = (ROOT / "compose.yaml").read_text().split("\n\n", 1)[0]
+    steps = [line.lstrip("#").split(" #")[0].strip() for line in header.splitlines()]
+    assert [step for step in steps if step in FIRST_RUN] == list(FIRST_RUN)
+
+
 def first_run(folder: Path, env: dict[str, str], ports: tuple[int, int]) -> Stack:
-    """compose.yaml's header, step by step: .env from the example with its five passwords set,
-    deploy/bootstrap.sh, ``up`` (with --wait), and the cli's search."""
-    shutil.copyfile(folder / "deploy" / ".env.example", folder / ".env")
+    """compose.yaml's header, step by step: .env from the example with its five passwords set
+    (and free host ports), deploy/bootstrap.sh, ``up -d --wait``, and the cli's search."""
+    stack = Stack(folder, env, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}")
+    copy, bootstrap, up, search = FIRST_RUN
+    stack.sh("sh", "-c", copy)
     text = (folder / ".env").read_text()
     for name in PASSWORDS:
         text = re.sub(rf"^{name}=$", f"{name}={secrets.token_hex(12)}", text, flags=re.MULTILINE)
@@ -241,12 +258,9 @@ def first_run(folder: Path, env: dict[str, str], ports: tuple[int, int]) -> Stac
     if ca:
         extra.append(f"MESHNAV_BUILD_CA={ca}")
     (folder / ".env").write_text(text + "\n".join(extra) + "\n")
-    stack = Stack(folder, env, f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}")
-    stack.sh("sh", "deploy/bootstrap.sh", timeout=900)
-    stack.compose("up", "-d", "--wait", timeout=600)
-    stack.first_search = stack.compose(
-        "run", "--rm", "cli", "search", "list databases", timeout=300
-    )
+    stack.sh("sh", "-c", bootstrap, timeout=900)
+    stack.sh("sh", "-c", up, timeout=600)
+    stack.first_search = stack.sh("sh", "-c", search, timeout=300)
     return stack
 
 
@@ -330,6 +344,14 @@ def test_a_data_modifying_with_through_the_reader_is_refused(stack: Stack) -> No
         )
     assert "data-modifying" in str(refused.value)
     assert rows() == held
+
+
+def test_the_cli_runs_without_starting_migrate_again(stack: Stack) -> None:
+    migrate = stack.compose("ps", "--all", "--quiet", "migrate").strip()
+    started = stack.sh("docker", "inspect", "--format", "{{.State.StartedAt}}", migrate)
+    listing = stack.compose("run", "--rm", "cli", "mesh", timeout=300)
+    assert "db1" in listing and "db2" in listing and "web1" in listing
+    assert stack.sh("docker", "inspect", "--format", "{{.State.StartedAt}}", migrate) == started
 
 
 def test_bootstrap_run_again_on_the_running_stack_keeps_every_token(stack: Stack) -> None:
