@@ -1,7 +1,8 @@
-# syntax=docker/dockerfile:1
 # One image for every meshnav process in compose.yaml: navigator, node agent, migrate, the CLI.
-#   docker build -t meshnav:local .        (compose.yaml builds it too)
+#   docker build -t meshnav:local .        (compose.yaml builds it too, once, as `migrate`)
 #   docker run --rm meshnav:local --help
+# No `# syntax=` line: BuildKit's built-in frontend reads `RUN --mount`, and naming a frontend
+# image makes every build pull it, which fails on a machine without Docker Hub.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,8 +12,18 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # Every dependency ships wheels for Linux (psycopg[binary], google-re2, rapidfuzz): no compiler.
 # The build context is mounted for the install only, so no source copy stays in a layer.
+# The secret `extra_ca` (compose.yaml: MESHNAV_BUILD_CA) is a PEM bundle that pip trusts besides
+# the image's own, for a machine that reaches PyPI through a private certificate authority; it
+# is mounted for this step only and stays in no layer.
 RUN --mount=type=bind,target=/src,rw \
-    pip install /src \
+    --mount=type=secret,id=extra_ca \
+    if [ -s /run/secrets/extra_ca ]; then \
+        cat /etc/ssl/certs/ca-certificates.crt /run/secrets/extra_ca >/tmp/ca.pem 2>/dev/null \
+            || cat /run/secrets/extra_ca >/tmp/ca.pem; \
+        export PIP_CERT=/tmp/ca.pem; \
+    fi \
+    && pip install /src \
+    && rm -f /tmp/ca.pem \
     && groupadd --system meshnav \
     && useradd --system --gid meshnav --home-dir /var/lib/meshnav --shell /usr/sbin/nologin meshnav \
     && mkdir -p /var/lib/meshnav/notes \

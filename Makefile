@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check bench docs clean system-deps
+.PHONY: demo test test-deploy check bench docs clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# compose.yaml under a Docker engine that scripts/compose-engine installs, starts and takes down.
+test-deploy: $(STAMP)
+	$(BIN)/python -m pytest -q -m deploy tests/deploy
 
 check: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,8 +9,12 @@
 #   node-db1    scope mesh:node, bound to machine db1 (DB1_NODE_TOKEN); node-db2 and node-web1 alike
 #   mesh/notes  the mesh seat, placed on web1's role notes (web1 serves it with --seat)
 # writes the tokens into .env (mode 0600; each is shown nowhere else), and seeds web1's notes.
-# A principal that exists already gets a new token (principal rotate), so a second run repairs a
-# first one that stopped half way; the tokens it replaces stop working.
+# Run again, it keeps every token .env already holds, so a running stack goes on as it was; a
+# principal that exists without a token in .env (a first run that stopped half way) gets a new
+# one (principal rotate). To replace every token on purpose:
+#   BOOTSTRAP_ROTATE=1 sh deploy/bootstrap.sh && docker compose up -d
+# the old tokens stop working at once, and the nodes' heartbeats are refused until `up -d`
+# recreates them with the new ones.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -28,12 +32,26 @@ meshnav() {
     docker compose run --rm --no-TTY navigator-a "$@"
 }
 
-# token NAME [FLAGS...]: a new principal's token, or a fresh one for an existing principal.
+# held NAME: the value .env gives NAME, or nothing.
+held() {
+    sed -n "s/^$1=\([A-Za-z0-9_-]*\)\$/\1/p" .env | tail -n 1
+}
+
+# token VAR NAME [FLAGS...]: a new principal's token; for an existing principal, the token .env
+# holds in VAR, or a fresh one when it holds none (or BOOTSTRAP_ROTATE=1).
 token() {
-    name=$1
-    shift
-    out=$(meshnav principal add "$name" "$@" --json 2>/dev/null) \
-        || out=$(meshnav principal rotate "$name" --json)
+    var=$1 name=$2
+    shift 2
+    if out=$(meshnav principal add "$name" "$@" --json 2>/dev/null); then
+        :
+    elif [ -n "$(held "$var")" ] && [ "${BOOTSTRAP_ROTATE:-0}" != 1 ]; then
+        echo "bootstrap: $name exists; keeping its token from .env" >&2
+        held "$var"
+        return
+    else
+        echo "bootstrap: $name exists; giving it a new token (the old one stops working)" >&2
+        out=$(meshnav principal rotate "$name" --json)
+    fi
     printf '%s\n' "$out" | sed -n 's/^ *"token": *"\([A-Za-z0-9_-]*\)".*/\1/p'
 }
 
@@ -48,11 +66,14 @@ set_var() {
 
 echo "bootstrap: building the image and migrating the registry"
 docker compose build --quiet
-admin=$(token admin --scopes mesh:admin)
+if [ "${BOOTSTRAP_ROTATE:-0}" = 1 ]; then
+    echo "bootstrap: BOOTSTRAP_ROTATE=1: every token is replaced; run docker compose up -d after" >&2
+fi
+admin=$(token MESHNAV_ADMIN_TOKEN admin --scopes mesh:admin)
 meshnav grant allow admin '*/*/*' >/dev/null
-db1=$(token node-db1 --scopes mesh:node --machine db1)
-db2=$(token node-db2 --scopes mesh:node --machine db2)
-web1=$(token node-web1 --scopes mesh:node --machine web1)
+db1=$(token DB1_NODE_TOKEN node-db1 --scopes mesh:node --machine db1)
+db2=$(token DB2_NODE_TOKEN node-db2 --scopes mesh:node --machine db2)
+web1=$(token WEB1_NODE_TOKEN node-web1 --scopes mesh:node --machine web1)
 for value in "$admin" "$db1" "$db2" "$web1"; do
     if [ -z "$value" ]; then
         echo "bootstrap: a principal's token did not come back; nothing was written" >&2
@@ -75,4 +96,4 @@ if not path.exists():
     sqlite3.connect(path).executescript(sys.stdin.read())
 " <deploy/web1/notes.sql
 
-echo "bootstrap: done; the tokens are in .env. Next: docker compose up -d"
+echo "bootstrap: done; the tokens are in .env. Next: docker compose up -d --wait"

@@ -49,9 +49,12 @@ def _argv(service: dict[str, Any]) -> list[str]:
     return command.split() if isinstance(command, str) else [str(part) for part in command]
 
 
+MESHNAV_IMAGE = "${MESHNAV_IMAGE:-meshnav:local}"
+
+
 def _runs_meshnav(service: dict[str, Any]) -> bool:
-    """Built from this repository's Dockerfile, whose entrypoint is ``meshnav``."""
-    return "build" in service
+    """Runs the image this repository's Dockerfile makes, whose entrypoint is ``meshnav``."""
+    return service.get("image") == MESHNAV_IMAGE
 
 
 def _is_postgres(service: dict[str, Any]) -> bool:
@@ -284,15 +287,60 @@ def test_every_postgresql_has_a_pg_isready_health_check(
         assert "pg_isready" in " ".join(service["healthcheck"]["test"]), name
 
 
-def test_every_service_waits_for_migrate_to_complete(services: dict[str, dict[str, Any]]) -> None:
+def test_every_service_up_starts_waits_for_migrate_to_complete(
+    services: dict[str, dict[str, Any]],
+) -> None:
     migrate = _by_role(services, ("migrate",))
     assert len(migrate) == 1
     ((migrate_name, migrate_service),) = migrate.items()
     assert migrate_service.get("restart", "no") == "no", "a one-shot service must not restart"
     for name, service in services.items():
-        if name == migrate_name or _is_postgres(service):
+        if name == migrate_name or _is_postgres(service) or service.get("profiles"):
             continue
         assert _depends(service).get(migrate_name) == MIGRATE_DONE, name
+
+
+def test_the_cli_does_not_run_migrate_again_on_every_command(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    (migrate_name,) = _by_role(services, ("migrate",))
+    cli = services["cli"]
+    assert cli.get("profiles"), "the cli is started by `docker compose run` only"
+    # Any dependency is brought up by `run` with its own, and so migrate would be started anew.
+    assert migrate_name not in _depends(cli)
+    assert _depends(cli) == {}
+
+
+def test_the_image_is_built_once_and_run_by_name_everywhere(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    builders = [name for name, service in services.items() if "build" in service]
+    assert builders == ["migrate"], "one service builds the image; the others run it by name"
+    meshnav = [name for name, service in services.items() if _runs_meshnav(service)]
+    assert len(meshnav) >= 7  # migrate, two navigators, three nodes, the cli
+    others = {str(s.get("image")) for name, s in services.items() if name not in meshnav}
+    assert others == {"postgres:15"}
+
+
+def test_the_build_takes_an_extra_ca_bundle_as_a_secret(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    loaded = yaml.safe_load(COMPOSE.read_text())
+    assert services["migrate"]["build"]["secrets"] == ["extra_ca"]
+    assert loaded["secrets"]["extra_ca"]["file"] == "${MESHNAV_BUILD_CA:-/dev/null}"
+    assert "--mount=type=secret,id=extra_ca" in DOCKERFILE.read_text()
+
+
+def test_the_dockerfile_names_no_frontend_image() -> None:
+    """``# syntax=`` makes BuildKit pull a frontend image before it builds: offline, it fails."""
+    first = DOCKERFILE.read_text().splitlines()[0]
+    assert not re.match(r"#\s*syntax\s*=", first, re.IGNORECASE), first
+
+
+def test_env_is_kept_out_of_version_control() -> None:
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert ".env" in ignored
+    assert ".env" in (ROOT / ".dockerignore").read_text().splitlines()
 
 
 def test_depends_on_names_real_services_and_health_only_where_checked(
