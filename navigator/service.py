@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import anyio
 from mcp_types import CallToolResult
 
+from mesh import tracing
 from mesh.calltokens import sign_call_token
 from mesh.digests import arguments_digest, digest
 from navigator.addresses import (
@@ -448,38 +449,50 @@ class Navigator:
         progress: ProgressSink | None,
     ) -> CallToolResult:
         started = time.perf_counter()
-        tool = await self._allowed(caller, address)  # 1. and 2.
+        with tracing.span("grants"):
+            tool = await self._allowed(caller, address)  # 1. and 2.
+        tracing.annotate(address=tool.address)
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
-        if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
-            raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-        compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-        compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
+        with tracing.span("validation"):
+            if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
+                raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
+            compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
+            compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
         # computed at most once, and only for what binds it: a confirmation, a call token
         args_digest = functools.cache(lambda: _signable(arguments))
-        asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
-            tool, caller, args_digest, confirm=confirm, elicitor=elicitor
-        )
-        if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
-            if caller.renew is not None:  # revoked, rotated or expired meanwhile: Unauthenticated
-                caller = await caller.renew()
-            again = await self._allowed(caller, tool.address, fresh=True)
-            if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
-                raise ConfirmationRequired("The tool changed while the person was asked.")
+        with tracing.span("confirmation"):
+            asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
+                tool, caller, args_digest, confirm=confirm, elicitor=elicitor
+            )
+            if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs
+                tracing.annotate(confirmation="asked")
+                if caller.renew is not None:  # revoked, rotated or expired: Unauthenticated
+                    caller = await caller.renew()
+                again = await self._allowed(caller, tool.address, fresh=True)
+                if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
+                    raise ConfirmationRequired("The tool changed while the person was asked.")
         key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest())
-        result = await self.connections.call(
-            endpoint,
-            tool.name,
-            arguments,
-            token=token,
-            deadline_s=self.deadline_s,
-            progress=progress,
-        )
+        with tracing.span(
+            "node hop", kind="client", address=tool.address, machine=tool.machine
+        ) as hop:
+            try:
+                result = await self.connections.call(
+                    endpoint,
+                    tool.name,
+                    arguments,
+                    token=token,
+                    deadline_s=self.deadline_s,
+                    progress=progress,
+                )
+            except NavigatorError as error:
+                tracing.failed(hop, error.code)
+                raise
         logger.info(
             "call %s by %s in %.1f ms",
             tool.address,
