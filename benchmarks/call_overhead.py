@@ -160,24 +160,19 @@ def _baseline(revision: str, tmp: Path, backend_url: str) -> tuple[Path, str, st
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
     database = f"sqlite:///{tmp / 'baseline.db'}"
-    token = _meshnav(source, "principal", "add", "bench", "--database", database, "--json")
-    made = json.loads(token)["token"]
-    _meshnav(source, "grant", "allow", "bench", "bench1/echo/*", "--database", database)
-    admin = json.loads(
-        _meshnav(
-            source,
-            "principal",
-            "add",
-            "bench-admin",
-            "--scopes",
-            "mesh:admin",
-            "--database",
-            database,
-            "--json",
-        )
-    )["token"]
-    process, url = _navigator(source, database, {}, tmp / "baseline.log")
+    process, url = _navigator(source, database, {}, tmp / "baseline.log")  # makes the registry
     try:
+        made = json.loads(
+            _meshnav(source, "principal", "add", "bench", "--database", database, "--json")
+        )["token"]
+        _meshnav(source, "grant", "allow", "bench", "bench1/echo/*", "--database", database)
+        admin = json.loads(
+            _meshnav(
+                source,
+                *("principal", "add", "bench-admin", "--scopes", "mesh:admin"),
+                *("--database", database, "--json"),
+            )
+        )["token"]
         httpx.post(
             url + "/api/v1/assignments",
             headers={"Authorization": f"Bearer {admin}"},

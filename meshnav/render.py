@@ -128,15 +128,19 @@ PRINCIPAL_STYLE = {"active": "green", "expired": "yellow", "revoked": "red"}
 def principals_table(rows: list[dict[str, Any]]) -> Table:
     """Principals as ``principal list`` gives them: never a token, only what it may do."""
     table = Table(title="principals")
-    for column in ("name", "scopes", "machine", "expires", "status"):
+    for column in ("name", "scopes", "machine", "expires", "quota", "status"):
         table.add_column(column, no_wrap=column == "name")
     for row in rows:
         status = row.get("status") or ("revoked" if row.get("revoked") else "active")
+        rate, at_once = row.get("ratePerMinute"), row.get("concurrency")
+        quota = [f"{rate}/min"] if rate is not None else []
+        quota += [f"{at_once} at once"] if at_once is not None else []
         table.add_row(
             Text(row["name"]),
             Text(" ".join(row["scopes"])),
             Text(row.get("machine") or "—"),
             Text(row.get("expiresAt") or "never"),
+            Text(", ".join(quota) or "—"),
             Text(status, style=PRINCIPAL_STYLE.get(status, "")),
         )
     return table

@@ -10,6 +10,7 @@
     ├── ToolGrantsChanged               tool_grants_changed          409
     ├── ToolSchemaTooLarge              tool_schema_too_large        413
     ├── ConfirmationRequired            confirmation_required        428
+    ├── RateLimited                     rate_limited                 429  (ADR 0041)
     ├── NodeAnswerTooLarge              node_answer_too_large        502
     ├── NodeUnavailable                 node_unavailable             503
     ├── ToolValidationUnavailable       tool_validation_unavailable  503
@@ -41,6 +42,7 @@ __all__ = [
     "NodeTimeout",
     "NodeUnavailable",
     "NotFound",
+    "RateLimited",
     "RegistryUnavailable",
     "TooManyStreams",
     "ToolGrantsChanged",
@@ -125,6 +127,18 @@ class ConfirmationRequired(NavigatorError):
     code = "confirmation_required"
     status = 428
     default_message = "This tool changes things: call again with the confirm token."
+
+
+class RateLimited(NavigatorError):
+    """A call past its principal's quota or its node's calls in flight (ADR 0041): not sent, and
+    ``retryAfterS`` says when one may be."""
+
+    code = "rate_limited"
+    status = 429
+    default_message = "Too many calls: call again after retryAfterS seconds."
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int) -> None:
+        super().__init__(message, extra={"retryAfterS": retry_after_s})
 
 
 class NodeAnswerTooLarge(NavigatorError):

@@ -48,6 +48,7 @@ from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
 from navigator.nearby import holders_of, nearby
 from navigator.nodes import NodeConnections, ProgressSink
+from navigator.quotas import Quotas
 from navigator.reads import short_read
 from navigator.search import Hit, shown_holders
 from navigator.validation import (
@@ -101,8 +102,10 @@ class Navigator:
         *,
         deadline_s: float,
         cursor_ttl_s: float = LIMITS.cursor_ttl_s,
+        quotas: Quotas | None = None,
     ) -> None:
         self.registry = registry
+        self.quotas = Quotas() if quotas is None else quotas
         self.catalog = catalog
         self.connections = connections
         self.deadline_s = deadline_s
@@ -448,6 +451,22 @@ class Navigator:
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
     ) -> CallToolResult:
+        """SPEC §3's call, admitted first under the caller's quota (ADR 0041)."""
+        async with self.quotas.principal(caller):
+            return await self._call(
+                caller, address, arguments, confirm=confirm, elicitor=elicitor, progress=progress
+            )
+
+    async def _call(
+        self,
+        caller: Caller,
+        address: str,
+        arguments: Any,
+        *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+        progress: ProgressSink | None,
+    ) -> CallToolResult:
         started = time.perf_counter()
         with tracing.span("grants"):
             tool = await self._allowed(caller, address)  # 1. and 2.
@@ -482,14 +501,15 @@ class Navigator:
             "node hop", kind="client", address=tool.address, machine=tool.machine
         ) as hop:
             try:
-                result = await self.connections.call(
-                    endpoint,
-                    tool.name,
-                    arguments,
-                    token=token,
-                    deadline_s=self.deadline_s,
-                    progress=progress,
-                )
+                async with self.quotas.node(tool.machine, self.deadline_s) as waited:
+                    result = await self.connections.call(
+                        endpoint,
+                        tool.name,
+                        arguments,
+                        token=token,
+                        deadline_s=self.deadline_s - waited,  # a turn waited counts
+                        progress=progress,
+                    )
             except NavigatorError as error:
                 tracing.failed(hop, error.code)
                 raise

@@ -103,9 +103,7 @@ async def _call(harness: MeshHarness, token: str) -> None:
         done = await client.call_tool_mcp("call", {"address": "t1/node/uptime", "args": {}})
         assert not done.is_error, done
         refused = tool_result(
-            await client.call_tool_mcp(
-                "call", {"address": "t1/node/uptime", "args": {"x": CANARY}}
-            )
+            await client.call_tool_mcp("call", {"address": "t1/node/uptime", "args": {"x": CANARY}})
         )
         assert refused["error"] == "invalid_arguments"
 
