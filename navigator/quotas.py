@@ -1,10 +1,10 @@
 """Quotas (ADR 0041): what one principal may call, and what one node is sent at once.
 
-A principal's quota is read with its token (``Caller.quota``): calls per minute, a token bucket
-that holds a minute's calls and refills evenly, and calls at once. A node — a machine — is sent at
-most ``node_concurrency`` calls at once; a call beyond that waits its turn while no more calls wait
-than are in flight, and never past its deadline. Anything over is ``rate_limited`` with
-``retryAfterS``, and is not sent.
+A principal's quota is read with its token (``Caller.quota``): calls per minute, held over any
+60 seconds to the second (a ring of one-second counts), and calls at once. A node — a machine —
+is sent at most ``node_concurrency`` calls at once; a call beyond that waits its turn while no
+more calls wait than are in flight, and never past its deadline. Anything over is
+``rate_limited`` with ``retryAfterS``, and is not sent.
 
 Each navigator holds its own counts in memory: a call pays no registry write. Several navigators
 on one registry each take their share (``navigators``): a limit of N is N / navigators each,
@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -44,13 +44,39 @@ _NODE_BUSY = (
 )
 
 
+#: A minute in one-second slots: a rate is held over any 60 s, to the second.
+_SLOTS = 60
+
+
 @dataclass(slots=True)
 class _Principal:
-    """One principal's counts on this navigator."""
+    """One principal's counts on this navigator: the calls admitted in each second of the last
+    minute (a ring), their sum, and the calls in flight."""
 
-    tokens: float
-    stamp: float
+    second: int
+    slots: list[int] = field(default_factory=lambda: [0] * _SLOTS)
+    admitted: int = 0
     in_flight: int = 0
+
+    def advance(self, second: int) -> None:
+        """Forget the seconds that left the minute before ``second``."""
+        if second - self.second >= _SLOTS:
+            self.slots[:] = [0] * _SLOTS
+            self.admitted = 0
+        else:
+            for gone in range(self.second + 1, second + 1):
+                self.admitted -= self.slots[gone % _SLOTS]
+                self.slots[gone % _SLOTS] = 0
+        self.second = max(self.second, second)
+
+    def room_after(self, per_minute: int) -> int:
+        """Seconds until a call fits: until enough of the oldest seconds leave the minute."""
+        over = self.admitted - per_minute + 1
+        for age in range(_SLOTS - 1, -1, -1):  # the oldest second first
+            over -= self.slots[(self.second - age) % _SLOTS]
+            if over <= 0:
+                return _SLOTS - age
+        return _SLOTS
 
 
 @dataclass(slots=True)
@@ -89,7 +115,7 @@ class Quotas:
         if quota.rate_per_minute is None and quota.concurrency is None:
             yield
             return
-        counts = self._counts(caller.principal, quota.rate_per_minute)
+        counts = self._counts(caller.principal)
         concurrency = quota.concurrency
         if concurrency is not None and counts.in_flight >= share(concurrency, self.navigators):
             raise RateLimited(_PRINCIPAL_CONCURRENCY, retry_after_s=1)
@@ -101,25 +127,23 @@ class Quotas:
         finally:
             counts.in_flight -= 1
 
-    def _counts(self, principal: str, rate: int | None) -> _Principal:
+    def _counts(self, principal: str) -> _Principal:
         counts = self._principals.get(principal)
         if counts is None:
             if len(self._principals) >= _KEPT:
                 self._forget_idle()
-            full = float(share(rate, self.navigators)) if rate is not None else 0.0
-            counts = self._principals[principal] = _Principal(full, self._clock())
+            counts = self._principals[principal] = _Principal(int(self._clock()))
         return counts
 
     def _take(self, counts: _Principal, per_minute: int) -> None:
-        """One call from the bucket of ``per_minute`` calls, refilled evenly over the minute."""
-        now = self._clock()
-        refill = per_minute / 60.0
-        counts.tokens = min(float(per_minute), counts.tokens + (now - counts.stamp) * refill)
-        counts.stamp = now
-        if counts.tokens < 1.0:
-            wait = (1.0 - counts.tokens) / refill
-            raise RateLimited(_PRINCIPAL_RATE, retry_after_s=max(1, math.ceil(wait)))
-        counts.tokens -= 1.0
+        """One call among the ``per_minute`` admitted in any minute, or ``rate_limited`` saying
+        when the oldest of them leave it."""
+        second = int(self._clock())
+        counts.advance(second)
+        if counts.admitted >= per_minute:
+            raise RateLimited(_PRINCIPAL_RATE, retry_after_s=counts.room_after(per_minute))
+        counts.slots[second % _SLOTS] += 1
+        counts.admitted += 1
 
     def _forget_idle(self) -> None:
         """Drop the counts of principals with nothing in flight: at most a minute's calls more
