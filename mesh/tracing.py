@@ -85,6 +85,7 @@ def configure(service: str, environ: Mapping[str, str] | None = None) -> Tracing
     """Turn tracing on for this process when an OTLP endpoint is set; ``None`` (and nothing
     imported) otherwise. ``service`` names the process in its spans' resource unless
     ``OTEL_SERVICE_NAME`` does."""
+    stop()  # a process traces through one provider at a time
     env = os.environ if environ is None else environ
     if not any(env.get(name) for name in ENDPOINT_VARIABLES):
         return None
