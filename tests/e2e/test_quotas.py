@@ -17,6 +17,7 @@ import httpx
 import pytest
 from fastmcp import Client
 
+from registry import AccessStore, Quota
 from tests.harness import MeshHarness, mcp_client, tool_result
 
 pytestmark = [pytest.mark.e2e]
@@ -168,3 +169,40 @@ async def test_a_node_is_sent_two_calls_at_once_and_the_rest_wait_or_are_refused
     assert len(limited) == 16
     assert all(o["status"] == 429 and o["retryAfterS"] >= 1 for o in limited)
     assert "node" in limited[0]["message"]
+
+
+@pytest.mark.postgres
+@pytest.mark.xdist_group("postgres")
+async def test_two_navigators_on_one_postgresql_hold_one_rate_together(
+    postgres_server: Any, tmp_path: Path
+) -> None:
+    """Each of two navigators holds half of ``60/min`` (ADR 0041): calls spread over both get 60
+    in the minute and the 61st is refused; calls reaching one get its half, never more."""
+    url = postgres_server.create_database("quota_share")
+    shared = {"MESHNAV_NAVIGATORS": "2"}
+    first = MeshHarness(tmp_path / "a", database_url=url, env=shared)
+    second = MeshHarness(tmp_path / "b", database_url=url, env=shared)
+    try:
+        spread = first.principal("spread")
+        first.grant("spread", "*/*/*")
+        one = first.principal("one")
+        first.grant("one", "*/*/*")
+        with first.registry.transaction() as session:
+            for name in ("spread", "one"):
+                AccessStore(session).set_quota(name, Quota(rate_per_minute=60))
+        first.start_navigator()
+        second.start_navigator()
+        first.start_node("q1", ["node"])
+        async with (
+            mcp_client(first.navigator_url, spread) as a,
+            mcp_client(second.navigator_url, spread) as b,
+            mcp_client(first.navigator_url, one) as only,
+        ):
+            outcomes = [await _outcome((a, b)[i % 2], UPTIME) for i in range(61)]
+            alone = [await _outcome(only, UPTIME) for _ in range(31)]
+    finally:
+        second.close()
+        first.close()
+    assert all("ok" in o for o in outcomes[:60]), outcomes[:60]
+    assert outcomes[60]["error"] == "rate_limited"
+    assert all("ok" in o for o in alone[:30]) and alone[30]["error"] == "rate_limited"
