@@ -120,7 +120,10 @@ def _meshnav(source: Path, *arguments: str, env: dict[str, str] | None = None) -
 def _navigator(
     source: Path, database: str, env: dict[str, str], log: Path
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """A navigator of the code at ``source`` on ``database``, answering before this returns."""
+    """A navigator of the code at ``source`` on ``database``, answering before this returns; it
+    follows the registry as often as the harness's navigator does (its heartbeat setting), so
+    that their CPU per call compares."""
+    env = {"MESHNAV_HEARTBEAT_S": str(MeshHarness.heartbeat_s), **env}
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
