@@ -21,6 +21,7 @@ import anyio
 import httpx
 import uvicorn
 
+from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
@@ -280,9 +281,11 @@ async def serve_node(
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
+    tracing.configure("meshnav-node")  # on only with an OTLP endpoint set (ADR 0040)
     try:
         sockets = None if server_socket is None else [server_socket]
         await serve_until_stopped(Server(config, settings.connection_limits()), sockets, agent.run)
     finally:
         with anyio.CancelScope(shield=True):
             await agent.http.aclose()
+        tracing.stop()

@@ -115,6 +115,27 @@ DatabaseOpt = Annotated[
     str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _per_minute(text: str | None) -> int | None:
+    """A rate as an operator writes it — ``600/min``, ``10/s`` or ``600`` (a minute's) — in calls
+    per minute (ADR 0041)."""
+    if text is None:
+        return None
+    count, _, unit = text.strip().partition("/")
+    seconds = {"": 60, "min": 60, "m": 60, "s": 1, "sec": 1}.get(unit.strip().lower())
+    if not count.strip().isdigit() or seconds is None or int(count) < 1:
+        raise typer.BadParameter("a rate is calls per minute or second: e.g. 600/min or 10/s")
+    return int(count) * (60 // seconds)
+
+
+RateOpt = Annotated[
+    str | None,
+    typer.Option("--rate", help="Calls per minute it may make, e.g. 600/min or 10/s (no limit)."),
+]
+ConcurrencyOpt = Annotated[
+    int | None, typer.Option("--concurrency", min=1, help="Calls it may make at once (no limit).")
+]
 ForceOpt = Annotated[
     bool,
     typer.Option(
@@ -226,6 +247,24 @@ def navigator_serve(
             help="Days a retired assignment is kept before it is pruned (7).",
         ),
     ] = None,
+    node_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_CONCURRENCY",
+            min=1,
+            max=4096,
+            help="Calls sent to one node at once; more wait their turn or are rate_limited (64).",
+        ),
+    ] = None,
+    navigators: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NAVIGATORS",
+            min=1,
+            max=64,
+            help="Navigators sharing the registry: each holds its share of every quota (1).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -241,6 +280,8 @@ def navigator_serve(
         "node_max_assignments": node_max_assignments,
         "node_max_tools": node_max_tools,
         "retired_retention_days": retired_retention_days,
+        "node_concurrency": node_concurrency,
+        "navigators": navigators,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
@@ -406,21 +447,54 @@ def principal_add(
         str | None, typer.Option(help="Bind a node principal to this machine.")
     ] = None,
     expires: Annotated[float | None, typer.Option(help="Days until the token expires.")] = None,
+    rate: RateOpt = None,
+    concurrency: ConcurrencyOpt = None,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a principal; its token is printed once and only its hash is kept."""
+    from registry import Quota
+
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
+    quota = Quota(_per_minute(rate), concurrency)
     made = run(
-        _access(navigator, token, database).add_principal(name, scopes, machine, expires), as_json
+        _access(navigator, token, database).add_principal(name, scopes, machine, expires, quota),
+        as_json,
     )
     if as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
         console.print(f"principal {name} added; its token (shown once):", markup=False)
         sys.stdout.write(made["token"] + "\n")
+
+
+@principal_app.command("quota")
+def principal_quota(
+    name: str,
+    rate: RateOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set a principal's quota: what is not given is no limit. Every navigator holds it to the
+    quota from its next request; a call over it is rate_limited."""
+    from registry import Quota
+
+    quota = Quota(_per_minute(rate), concurrency)
+    row = run(_access(navigator, token, database).set_quota(name, quota), as_json)
+    if as_json:
+        emit(row, True)
+        return
+    said = ", ".join(
+        f"{value} {unit}"
+        for value, unit in ((row["ratePerMinute"], "calls/min"), (row["concurrency"], "at once"))
+        if value is not None
+    )
+    console.print(f"principal {name}: {said or 'no limit'}", markup=False, highlight=False)
 
 
 @principal_app.command("list")

@@ -75,7 +75,7 @@ class Authenticator:
         holder = read_token_holder(self.registry, token_hash, limit=LIMITS.grant_rows)
         if holder is None or not holder.is_active(datetime.now(UTC)):
             raise Unauthenticated()
-        return Caller(holder.name, frozenset(holder.scopes), holder.grants)
+        return Caller(holder.name, frozenset(holder.scopes), holder.grants, quota=holder.quota)
 
     async def verify(self, token: str | None) -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The

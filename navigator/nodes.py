@@ -53,6 +53,7 @@ from mcp_types import CallToolResult, InputRequiredResult, InputResponses, Reque
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic_core import from_json
 
+from mesh import tracing
 from mesh.calltokens import META_KEY
 from navigator.answers import ERROR_META_KEY
 from navigator.bounded import AnswerTooLarge, bounded_client, passed_limit
@@ -532,7 +533,7 @@ class NodeConnections:
                         endpoint,
                         tool,
                         arguments,
-                        meta=None if token is None else {META_KEY: token()},
+                        meta=_meta(token),
                         progress=progress,
                     )
                 except AnswerTooLarge:
@@ -556,6 +557,15 @@ class NodeConnections:
                 return _as_ours(result)
         assert scope.cancelled_caught
         raise NodeTimeout()
+
+
+def _meta(token: Callable[[], str] | None) -> dict[str, Any] | None:
+    """What the navigator's ``tools/call`` carries in ``_meta``: a fresh call token, and its own
+    node-hop span's trace context when tracing (ADR 0040); nothing of the caller's request."""
+    meta: dict[str, Any] = tracing.trace_context()
+    if token is not None:
+        meta[META_KEY] = token()
+    return meta or None
 
 
 def _check_size(result: CallToolResult) -> None:

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
 from navigator.nodes import NodeConnections
+from navigator.quotas import Quotas
 from navigator.registrar import Registrar
 from navigator.service import Navigator
 from navigator.settings import NavigatorSettings
@@ -69,6 +70,9 @@ class Services:
                 connections,
                 deadline_s=settings.call_deadline_s,
                 cursor_ttl_s=settings.cursor_ttl_s,
+                quotas=Quotas(
+                    node_concurrency=settings.node_concurrency, navigators=settings.navigators
+                ),
             ),
             registrar=Registrar(
                 registry,

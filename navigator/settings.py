@@ -9,7 +9,12 @@ from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings
 from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
-from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS, RETIRED_KEPT_DAYS
+from navigator.limits import (
+    NODE_CONCURRENCY,
+    NODE_MAX_ASSIGNMENTS,
+    NODE_MAX_TOOLS,
+    RETIRED_KEPT_DAYS,
+)
 
 __all__ = ["NavigatorSettings"]
 
@@ -56,6 +61,10 @@ class NavigatorSettings(ListeningSettings):
     #: default); ADR 0030.
     sessions_per_principal: int = Field(default=64, gt=0)
     sessions_max: int = Field(default=10_000, gt=0)
+    #: Calls sent to one node at once (more wait their turn, or are ``rate_limited``), and how
+    #: many navigators share the registry: each holds its share of every limit (ADR 0041).
+    node_concurrency: int = Field(default=NODE_CONCURRENCY, ge=1, le=4096)
+    navigators: int = Field(default=1, ge=1, le=64)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from registry.access import (
+    UNLIMITED,
     AccessStore,
     GrantRecord,
     GrantSnapshot,
     PrincipalRecord,
+    Quota,
     TokenHolder,
     read_grant_revision,
     read_snapshot,
@@ -34,6 +36,7 @@ from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read
 
 __all__ = [
     "HEAD_REVISION",
+    "UNLIMITED",
     "AccessStore",
     "AssignmentPlace",
     "AssignmentRecord",
@@ -47,6 +50,7 @@ __all__ = [
     "NewTool",
     "NotFound",
     "PrincipalRecord",
+    "Quota",
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
