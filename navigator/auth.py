@@ -59,9 +59,12 @@ class Authenticator:
     principal and its scopes the caller's scopes.
     """
 
-    def __init__(self, registry: Registry, jwt: TokenVerifier | None = None) -> None:
+    def __init__(
+        self, registry: Registry, jwt: TokenVerifier | None = None, principal_claim: str = "sub"
+    ) -> None:
         self.registry = registry
         self.jwt = jwt
+        self.principal_claim = principal_claim
 
     def authenticate(self, token: str | None) -> Caller:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
@@ -88,7 +91,7 @@ class Authenticator:
         expiry (what a console session is bound to)."""
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
             access = await self.jwt.verify_token(token)
-            subject = None if access is None else (access.claims or {}).get("sub")
+            subject = None if access is None else (access.claims or {}).get(self.principal_claim)
             if access is None or not isinstance(subject, str) or not subject:
                 raise Unauthenticated()
             if access.expires_at is None:  # a credential that never expires is not accepted
@@ -120,7 +123,8 @@ def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:
         public_key=settings.jwt_public_key,
         jwks_uri=settings.jwt_jwks_uri,
         issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
+        # RFC 8707: only a token minted for this navigator (its ``aud`` holds one of these)
+        audience=settings.jwt_audiences(),
         algorithm=settings.jwt_algorithm,
     )
 
@@ -198,7 +202,7 @@ class AuthenticationMiddleware:
         try:
             caller = await self.authenticator.verify(token)
         except NavigatorError as error:
-            await send_error(send, error, ((b"www-authenticate", b'Bearer realm="meshnav"'),))
+            await send_error(send, error)  # its challenge: ``navigator.oauth.Challenges``
             return
         except RegistryError as error:
             if not self.answers_in_band(scope["path"]):

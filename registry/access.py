@@ -18,6 +18,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     func,
     literal_column,
     or_,
@@ -204,6 +205,13 @@ def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: A
     )
 
 
+#: A principal's rows apply only while a principal of that name is registered and not revoked:
+#: a subject an authorization server signed in, unknown to the registry, holds no grant, not even
+#: a ``*`` row's (default deny, ADR 0037).
+_REGISTERED = exists().where(
+    Principal.name == bindparam("principal"), Principal.revoked_at.is_(None)
+)
+
 _SNAPSHOT = (
     select(*_GRANT_COLUMNS)
     .select_from(Revision)
@@ -215,6 +223,7 @@ _SNAPSHOT = (
                 Grant.principal == literal_column("'*'"),
             ),
             _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
+            _REGISTERED,
         ),
     )
     .where(Revision.name == "grants")

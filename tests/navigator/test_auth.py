@@ -169,6 +169,8 @@ async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
             AccessStore(session).grant("carol", "*/*/*", effect=effect)
 
     async with app.router.lifespan_context(app):
+        with registry.transaction() as session:  # a JWT's subject holds grants once registered
+            AccessStore(session).add_principal("carol", scopes=[], token_hash=hash_token("t"))
         grant("allow")
         async with open_events(app, _jwt(sub="carol", scope="mesh:read")) as messages:
             with anyio.fail_after(10):
