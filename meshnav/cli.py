@@ -226,6 +226,14 @@ def navigator_serve(
             help="Days a retired assignment is kept before it is pruned (7).",
         ),
     ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            envvar="MESHNAV_PUBLIC_URL",
+            help="External base URL (https://nav.example.com): the OAuth resource is its /mcp.",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -241,6 +249,7 @@ def navigator_serve(
         "node_max_assignments": node_max_assignments,
         "node_max_tools": node_max_tools,
         "retired_retention_days": retired_retention_days,
+        "public_url": public_url,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
