@@ -34,7 +34,7 @@ from navigator.limits import LIMITS
 from navigator.reads import short_read
 from navigator.settings import NavigatorSettings
 from navigator.tokens import TOKEN_PREFIX, hash_token
-from registry import Registry, RegistryError, read_token_holder
+from registry import Registry, RegistryError, read_subject_snapshot, read_token_holder
 
 __all__ = [
     "AuthenticationMiddleware",
@@ -80,6 +80,14 @@ class Authenticator:
             raise Unauthenticated()
         return Caller(holder.name, frozenset(holder.scopes), holder.grants)
 
+    def subject(self, principal: str, scopes: frozenset[str]) -> Caller:
+        """A JWT's subject with its grants, read now (blocking): none apply, not even a ``*``
+        row's, unless a principal of that name is registered and not revoked (ADR 0037)."""
+        grants = read_subject_snapshot(self.registry, principal, scopes, limit=LIMITS.grant_rows)
+        if grants is None:  # more rows than a snapshot holds: fail closed, as for stored tokens
+            raise RegistryUnavailable()
+        return Caller(principal, scopes, grants)
+
     async def verify(self, token: str | None) -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
         caller can have it checked again (``Caller.renew``)."""
@@ -97,7 +105,9 @@ class Authenticator:
             if access.expires_at is None:  # a credential that never expires is not accepted
                 raise Unauthenticated()
             expires_at = datetime.fromtimestamp(access.expires_at, UTC)
-            return Credential(Caller(subject, frozenset(access.scopes)), expires_at=expires_at)
+            scopes = frozenset(access.scopes)
+            caller = await short_read(self.registry, self.subject, subject, scopes)
+            return Credential(caller, expires_at=expires_at)
         if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
         token_hash = hash_token(token)

@@ -10,6 +10,7 @@ from registry.access import (
     TokenHolder,
     read_grant_revision,
     read_snapshot,
+    read_subject_snapshot,
     read_token_holder,
 )
 from registry.catalog import (
@@ -60,6 +61,7 @@ __all__ = [
     "read_console_session",
     "read_grant_revision",
     "read_snapshot",
+    "read_subject_snapshot",
     "read_token_holder",
     "ready_revision",
     "shown_url",

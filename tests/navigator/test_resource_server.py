@@ -19,7 +19,7 @@ from navigator.auth import Authenticator, jwt_verifier
 from navigator.errors import Unauthenticated
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, Registry, migrate, read_snapshot
+from registry import AccessStore, Registry, migrate, read_snapshot, read_subject_snapshot
 
 SECRET = "a-shared-secret-of-sufficient-length-for-hs256"
 ISSUER = "https://idp.example"
@@ -148,20 +148,28 @@ async def test_the_principal_claim_is_configurable(tmp_path: Path) -> None:
     assert caller.principal == "dana" and caller.scopes == {"mesh:use"}
 
 
-def test_a_subject_the_registry_does_not_know_holds_no_grant(tmp_path: Path) -> None:
-    """Not even a ``*`` row's: signing in at the authorization server is not being let in."""
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    migrate(url)
-    registry = Registry(url)
+async def test_a_subject_the_registry_does_not_know_holds_no_grant(tmp_path: Path) -> None:
+    """Not even a ``*`` row's: signing in at the authorization server is not being let in. A
+    revoked principal's subject holds none either; a registered one holds its rows."""
+    settings = _settings(tmp_path)
+    migrate(settings.database_url)
+    registry = Registry(settings.database_url)
     with registry.transaction() as session:
         store = AccessStore(session)
         store.grant("*", "*/*/*", effect="allow", scopes=["mesh:use"])
         store.add_principal("carol", scopes=[], token_hash=hash_token(mint_token()))
         store.add_principal("erin", scopes=[], token_hash=hash_token(mint_token()))
         store.revoke_principal("erin")
-    known = read_snapshot(registry, "carol", ["mesh:use"], limit=100)
-    stranger = read_snapshot(registry, "mallory", ["mesh:use"], limit=100)
-    revoked = read_snapshot(registry, "erin", ["mesh:use"], limit=100)
-    assert known is not None and [r.target for r in known.rows] == ["*/*/*"]
-    assert stranger is not None and stranger.rows == () and stranger.revision == known.revision
-    assert revoked is not None and revoked.rows == ()
+    authenticator = Authenticator(registry, jwt_verifier(settings))
+    callers = {
+        who: await authenticator.verify(_jwt(sub=who, scope="mesh:use"))
+        for who in ("carol", "mallory", "erin")
+    }
+    grants = {who: caller.grants for who, caller in callers.items()}
+    assert grants["carol"] is not None and [r.target for r in grants["carol"].rows] == ["*/*/*"]
+    assert grants["mallory"] is not None and grants["mallory"].rows == ()
+    assert grants["erin"] is not None and grants["erin"].rows == ()
+    assert grants["mallory"].revision == grants["carol"].revision
+    # the registry read itself, beside the one every stored token's and stdio caller's takes
+    assert read_subject_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["mallory"]
+    assert read_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["carol"]
