@@ -8,7 +8,9 @@ it by ``MESHNAV_JWT_ISSUER`` and ``MESHNAV_JWT_JWKS_URI`` alone, its audience gi
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.authorization_server import AuthorizationServer, authorization_server
+from tests.authorization_server import AuthorizationServer, authorization_server, node_packages
 from tests.conftest import seed_sqlite
 from tests.harness import MeshHarness, free_port, mcp_client, tool_result
 
@@ -83,7 +85,8 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             },
         )
         try:
-            for principal in ("agent", "short", "bare"):  # an OAuth client's id is its ``sub``
+            # an OAuth client's id is its ``sub``; a person's, the login they signed in with
+            for principal in ("agent", "short", "bare", "alice"):
                 mesh.principal(principal)
                 mesh.grant(principal, "*/*/*", scopes=(SCOPE,))
             mesh.grant("*", "*/*/*", scopes=(SCOPE,))  # "stranger" has no principal row
@@ -209,3 +212,32 @@ def test_stored_tokens_work_beside_oauth(deployment: Deployment) -> None:
         headers={"authorization": f"Bearer {token}"},
     )
     assert answer.status_code == 200, answer.text
+
+
+def test_the_official_sdk_finds_the_authorization_server_and_signs_in(
+    deployment: Deployment,
+) -> None:
+    """The TypeScript SDK's own OAuth client, given the navigator's URL alone: the 401 leads it
+    to the metadata, the metadata to oidc-provider, where it registers itself, has alice sign in
+    (the forms submitted headless) and exchanges the code with PKCE for a token for the
+    navigator's resource, with which it lists the walker tools."""
+    packages = node_packages()
+    done = subprocess.run(
+        ["node", str(packages / "sdk_client.mjs"), deployment.mesh.navigator_url, "alice"],
+        cwd=packages,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(answer["tools"]) == ["call", "describe", "search", "seats"]
+    fetched: list[str] = answer["fetched"]
+    navigator, issuer = deployment.mesh.navigator_url, deployment.issuer.issuer
+    metadata = fetched.index(navigator + "/.well-known/oauth-protected-resource/mcp")
+    assert fetched[0] == navigator + "/mcp" and metadata > 0  # the 401 came first, then discovery
+    discovered = [u for u in fetched if u.startswith(issuer + "/.well-known/")]
+    assert discovered and fetched.index(discovered[0]) > metadata  # the server, from the metadata
+    assert any(u.startswith(issuer + "/reg") for u in fetched)  # it registered itself
+    assert fetched[-1] == navigator + "/mcp"
