@@ -11,13 +11,13 @@ resource, signature, expiry).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from navigator.settings import NavigatorSettings
 
@@ -27,12 +27,6 @@ __all__ = [
     "ResourceServer",
     "metadata_routes",
 ]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: RFC 9728 §3.1: the metadata of the resource ``{base}/mcp`` is at the well-known path with the
 #: resource's path appended; the bare well-known path answers too, for clients that ask there.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,34 +24,29 @@ import httpx
 import pytest
 
 from tests.authorization_server import AuthorizationServer, authorization_server
-from tests.harness import MeshHarness, free_port, mcp_client, stop, tool_result
+from tests.harness import MeshHarness, _wait_http, free_port, mcp_client, stop, tool_result
 from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh"), pytest.mark.timeout(300)]
 
 SERVERS = Path(__file__).resolve().parents[1] / "mesh" / "fixtures" / "credential_servers.py"
-STARTUP_S = 60
 
 
-def _upstream(*arguments: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [sys.executable, str(SERVERS), *arguments],
-        env={"PATH": "/usr/bin:/bin", **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{arguments[1]}/mcp"
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the {arguments[0]} upstream exited")
-        try:
-            httpx.get(url, timeout=0.5)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    stop(process, kill=True)
-    raise RuntimeError(f"the {arguments[0]} upstream did not start")
+def _upstream(
+    root: Path, *arguments: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """One of ``credential_servers.py``'s HTTP servers, answering before this returns; its
+    secret, if any, in its environment, never its command line."""
+    log = root / f"upstream-{arguments[0]}.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVERS), *arguments],
+            env={"PATH": "/usr/bin:/bin", **(env or {})},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    _wait_http(f"http://127.0.0.1:{arguments[1]}/mcp", process, log)
+    return process
 
 
 @dataclass
@@ -99,9 +93,9 @@ def deployment(
     with authorization_server(root, clients=clients, scopes=[], short_lived=["node-up1"]) as us:
         bearer_port, jwt_port = free_port(), free_port()
         processes.append(
-            _upstream("bearer", str(bearer_port), env={"UPSTREAM_SECRET": header_secret})
+            _upstream(root, "bearer", str(bearer_port), env={"UPSTREAM_SECRET": header_secret})
         )
-        processes.append(_upstream("jwt", str(jwt_port), us.issuer))
+        processes.append(_upstream(root, "jwt", str(jwt_port), us.issuer))
         mesh = MeshHarness(root / "run", database_url=database_url)
         try:
             agent = mesh.principal("agent")

@@ -173,3 +173,20 @@ async def test_a_subject_the_registry_does_not_know_holds_no_grant(tmp_path: Pat
     # the registry read itself, beside the one every stored token's and stdio caller's takes
     assert read_subject_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["mallory"]
     assert read_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["carol"]
+
+
+async def test_the_public_urls_host_is_one_the_navigator_answers_to(tmp_path: Path) -> None:
+    """Clients reach the navigator by its public name: the Host/Origin rule takes it, and still
+    refuses any other name (DNS rebinding)."""
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "origin": PUBLIC,
+        "authorization": f"Bearer {_jwt(scope='mesh:use')}",
+    }
+    async with serving(tmp_path) as client:
+        public = await client.post("/mcp", headers={**headers, "host": "nav.example.com"})
+        other = await client.post("/mcp", headers={**headers, "host": "evil.example"})
+        api = await client.get("/api/v1/mesh", headers={"host": "nav.example.com"})
+        api_other = await client.get("/api/v1/mesh", headers={"host": "evil.example"})
+    assert public.status_code not in (403, 421) and api.status_code == 401
+    assert other.status_code == 421 and api_other.status_code == 421
