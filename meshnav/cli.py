@@ -265,6 +265,14 @@ def navigator_serve(
             help="Navigators sharing the registry: each holds its share of every quota (1).",
         ),
     ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            envvar="MESHNAV_PUBLIC_URL",
+            help="External base URL (https://nav.example.com): the OAuth resource is its /mcp.",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -282,6 +290,7 @@ def navigator_serve(
         "retired_retention_days": retired_retention_days,
         "node_concurrency": node_concurrency,
         "navigators": navigators,
+        "public_url": public_url,
     }
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
@@ -294,7 +303,33 @@ def node_serve(
     module: Annotated[
         list[str],
         typer.Option(
-            "--module", help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND"
+            "--module",
+            help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND | http:NAME=URL",
+        ),
+    ] = [],  # noqa: B006
+    module_header: Annotated[
+        list[str],
+        typer.Option(
+            "--module-header",
+            help="ROLE:NAME=VALUE, a header for an http module; ${VAR} from the node's "
+            "environment, @FILE for a file's contents.",
+        ),
+    ] = [],  # noqa: B006
+    module_env: Annotated[
+        list[str],
+        typer.Option(
+            "--module-env", help="ROLE:NAME or ROLE:NAME=${VAR}: a variable for a stdio module."
+        ),
+    ] = [],  # noqa: B006
+    module_env_file: Annotated[
+        list[str],
+        typer.Option("--module-env-file", help="ROLE:PATH: NAME=VALUE lines for a stdio module."),
+    ] = [],  # noqa: B006
+    module_oauth: Annotated[
+        list[str],
+        typer.Option(
+            "--module-oauth",
+            help="ROLE:TOKEN_URL,CLIENT_ID,@SECRET_FILE[,SCOPE]: an http module's OAuth client.",
         ),
     ] = [],  # noqa: B006
     seat: Annotated[list[str], typer.Option("--seat", help="SEAT=SPEC: serve a mesh seat.")] = [],  # noqa: B006
@@ -322,6 +357,7 @@ def node_serve(
 
     from mesh.agent import keep_secrets_from_children, serve_node
     from mesh.modules import parse_module_spec
+    from mesh.modules.credentials import read_credentials
     from mesh.settings import NodeSettings
     from meshnav.serve import listening_socket, mesh_failure, settings_error
 
@@ -336,6 +372,12 @@ def node_serve(
     async def work() -> None:
         try:
             specs = [parse_module_spec(text) for text in module]
+            credentials = read_credentials(
+                headers=module_header,
+                environment=module_env,
+                env_files=module_env_file,
+                oauth=module_oauth,
+            )
             seats = []
             for text in seat:
                 seat_name, _, spec_text = text.partition("=")
@@ -364,7 +406,7 @@ def node_serve(
             raise settings_error(error) from None
         with listening_socket(settings.host, settings.port) as server_socket:
             try:
-                await serve_node(settings, specs, seats, server_socket)
+                await serve_node(settings, specs, seats, server_socket, credentials)
             except BaseException as error:
                 failure = mesh_failure(error)
                 if failure is None:

@@ -81,7 +81,9 @@ class Services:
                 node_max_assignments=settings.node_max_assignments,
                 node_max_tools=settings.node_max_tools,
             ),
-            authenticator=Authenticator(registry, jwt_verifier(settings)),
+            authenticator=Authenticator(
+                registry, jwt_verifier(settings), principal_claim=settings.jwt_principal_claim
+            ),
         )
 
 

@@ -12,6 +12,7 @@ from registry.access import (
     TokenHolder,
     read_grant_revision,
     read_snapshot,
+    read_subject_snapshot,
     read_token_holder,
 )
 from registry.catalog import (
@@ -64,6 +65,7 @@ __all__ = [
     "read_console_session",
     "read_grant_revision",
     "read_snapshot",
+    "read_subject_snapshot",
     "read_token_holder",
     "ready_revision",
     "shown_url",

@@ -18,6 +18,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     func,
     literal_column,
     or_,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -44,6 +46,7 @@ __all__ = [
     "TokenHolder",
     "read_grant_revision",
     "read_snapshot",
+    "read_subject_snapshot",
     "read_token_holder",
 ]
 
@@ -226,22 +229,38 @@ def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: A
     )
 
 
-_SNAPSHOT = (
-    select(*_GRANT_COLUMNS)
-    .select_from(Revision)
-    .outerjoin(
-        Grant,
-        and_(
-            or_(
-                Grant.principal == bindparam("principal"),
-                Grant.principal == literal_column("'*'"),
+def _rows_applying(
+    *conditions: ColumnElement[bool],
+) -> Select[int, int, str, str, list[str], str, int]:
+    """The grant revision, and the rows naming a principal or ``*`` for scopes it holds (and
+    ``conditions``), in one statement: the revision row is joined to the grants, so the two are
+    read together even when no grant applies."""
+    return (
+        select(*_GRANT_COLUMNS)
+        .select_from(Revision)
+        .outerjoin(
+            Grant,
+            and_(
+                or_(
+                    Grant.principal == bindparam("principal"),
+                    Grant.principal == literal_column("'*'"),
+                ),
+                _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
+                *conditions,
             ),
-            _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
-        ),
+        )
+        .where(Revision.name == "grants")
+        .order_by(Grant.id)
+        .limit(bindparam("limit"))
     )
-    .where(Revision.name == "grants")
-    .order_by(Grant.id)
-    .limit(bindparam("limit"))
+
+
+_SNAPSHOT = _rows_applying()
+#: ``_SNAPSHOT`` for a subject an authorization server signed in: its rows apply only while a
+#: principal of its name is registered and not revoked; else none does, not even a ``*`` row
+#: (default deny, ADR 0037).
+_SUBJECT = _rows_applying(
+    exists().where(Principal.name == bindparam("principal"), Principal.revoked_at.is_(None))
 )
 
 
@@ -311,6 +330,14 @@ def read_snapshot(
     (``Registry.rows``), as ``read_token_holder`` reads: on SQLite the held connection, never a
     pooled one, which writers waiting for the database's lock may all hold."""
     return _snapshot(registry.rows(_SNAPSHOT, _snapshot_params(principal, scopes, limit)), limit)
+
+
+def read_subject_snapshot(
+    registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
+) -> GrantSnapshot | None:
+    """``read_snapshot`` for a JWT's subject: no row applies unless a principal of that name is
+    registered and not revoked."""
+    return _snapshot(registry.rows(_SUBJECT, _snapshot_params(principal, scopes, limit)), limit)
 
 
 def read_grant_revision(registry: Registry) -> int:
