@@ -25,10 +25,10 @@ from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
+from mesh.lifecycle import Server, serve_until_stopped
 from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
 from mesh.modules.credentials import ModuleCredentials, check_credentials
 from mesh.server import Assignment, NodeApp
-from mesh.serving import Server, serve_until_stopped
 from mesh.settings import NodeSettings
 
 __all__ = ["NodeAgent", "serve_node"]

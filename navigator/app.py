@@ -56,7 +56,7 @@ class NavigatorApp(Starlette):
     def __init__(self, *, mcp: ASGIApp, stopping: Stopping, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mcp = mcp
-        #: Its drain, for the server that runs it (``mesh.serving.Server``).
+        #: Its drain, for the server that runs it (``mesh.lifecycle.Server``).
         self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
