@@ -59,6 +59,7 @@ _ENTRY = {
         **_SHOWN,
         "module": _TEXT,
         "tools": _COUNT,
+        "heartbeats": _TEXT,  # a machine's: missed, or unrecorded (ADR 0031)
         **_HOLDERS,
     },
     "required": ["address", "kind"],
