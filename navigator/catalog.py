@@ -738,6 +738,10 @@ class Catalog:
     def unsubscribe(self, queue: asyncio.Queue[CatalogEvent]) -> None:
         self._listeners.discard(queue)
 
+    def announce(self, kind: str) -> None:
+        """Tell live views of a change outside the catalogue (``activity``: audit events)."""
+        self._emit(CatalogEvent(kind, ""))
+
     def _emit(self, event: CatalogEvent) -> None:
         for queue in list(self._listeners):
             if queue.full():

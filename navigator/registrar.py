@@ -255,6 +255,7 @@ class Registrar:
         *,
         grant_scope_holders: bool = False,
         by_node: bool = False,
+        action: str = "register",
     ) -> RegistrationResult:
         """Register one assignment: an operator's, or a node's whose tool list changed
         (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``)."""
@@ -265,7 +266,7 @@ class Registrar:
 
         def write() -> None:
             with self.registry.transaction() as session:
-                _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
+                _write(CatalogStore(session), machine, spec, tools, by_node=by_node, action=action)
                 if by_node:
                     CatalogStore(session).hold_to(machine, **self._node_bounds)
                 if grant_scope_holders:
@@ -370,6 +371,7 @@ def _write(
     tools: list[NewTool],
     *,
     by_node: bool = False,
+    action: str = "register",
 ) -> None:
     store.put_assignment(
         machine,
@@ -381,4 +383,5 @@ def _write(
         scopes=spec.scopes,
         seat=spec.seat,
         by_node=by_node,
+        action=action,
     )

@@ -12,7 +12,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -29,7 +29,9 @@ from navigator.addresses import (
     parse_walk_address,
 )
 from navigator.answers import fit_entries, wire_size
+from navigator.audit import AuditLog
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
+from navigator.confirmation import NONE as NO_CONFIRMATION
 from navigator.confirmation import Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner, Listings
 from navigator.errors import (
@@ -57,7 +59,7 @@ from navigator.validation import (
     is_unicode_text,
 )
 from navigator.walk import authorised_contracts, walk
-from registry import Registry, read_grant_revision, read_snapshot
+from registry import GrantRecord, Registry, read_grant_revision, read_snapshot
 
 __all__ = ["WALKER_ARGUMENTS", "Navigator"]
 
@@ -100,8 +102,11 @@ class Navigator:
         *,
         deadline_s: float,
         cursor_ttl_s: float = LIMITS.cursor_ttl_s,
+        audit: AuditLog | None = None,
     ) -> None:
         self.registry = registry
+        #: Where each call's and each refused describe's event goes (ADR 0039); None: nowhere.
+        self.audit = audit
         self.catalog = catalog
         self.connections = connections
         self.deadline_s = deadline_s
@@ -123,14 +128,16 @@ class Navigator:
         )
         return compile_permissions(caller, snapshot)
 
-    async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
+    async def _allowed(
+        self, caller: Caller, address: str, *, fresh: bool = False, seen: _Seen | None = None
+    ) -> CatalogTool:
         """SPEC §3's first two steps of a call, as ``describe`` takes them too: the address parses
         as one tool's, the caller's grants, read now, could reach it at all (else
         ``tool_not_granted`` whether a tool is there or not, ADR 0035), the tool exists and is not
         retired (``unknown_tool``, naming near addresses the caller may call), and the grants
         allow it (``tool_not_granted``). ``fresh`` reads the grants from the registry even when
         the request's token came with them: the request began long enough ago that they may
-        have changed."""
+        have changed. ``seen`` is told the row that decided, from this same read."""
         try:
             parsed = parse_tool_address(address)
         except InvalidAddress as error:
@@ -141,12 +148,15 @@ class Navigator:
             permissions = await self.permissions(caller)
         holder, role, name = parsed.holder, str(parsed.role), str(parsed.tool)
         near = functools.partial(nearby, self.catalog, permissions, parsed)
+        decision = permissions.decide(holder, role, name)
+        if seen is not None:
+            seen.row = decision.row
         if not permissions.covers(holder, role, name):
             raise _near(ToolNotGranted, near())
         tool = self.catalog.find_tool(str(parsed))
         if tool is None:
             raise _near(UnknownTool, near())
-        if not permissions.decide(holder, role, name).allowed:
+        if not decision.allowed:
             raise _near(ToolNotGranted, near())
         return tool
 
@@ -395,7 +405,12 @@ class Navigator:
     async def describe(
         self, caller: Caller, address: str, *, answer_bytes: int = LIMITS.answer_bytes
     ) -> dict[str, Any]:
-        tool = await self._allowed(caller, address)
+        seen = _Seen()
+        try:
+            tool = await self._allowed(caller, address, seen=seen)
+        except ToolNotGranted as error:  # a refusal is recorded; a description given is not
+            self._record(caller, "describe", address, error.code, seen)
+            raise
         definition = tool.definition
         contract: dict[str, Any] = {
             "address": tool.address,
@@ -448,7 +463,77 @@ class Navigator:
         progress: ProgressSink | None,
     ) -> CallToolResult:
         started = time.perf_counter()
-        tool = await self._allowed(caller, address)  # 1. and 2.
+        seen = _Seen()
+        try:
+            result = await self._call(
+                caller,
+                address,
+                arguments,
+                confirm=confirm,
+                elicitor=elicitor,
+                progress=progress,
+                seen=seen,
+            )
+        except NavigatorError as error:
+            self._record(caller, "call", address, error.code, seen, started)
+            raise
+        except Exception:
+            self._record(caller, "call", address, "internal_error", seen, started)
+            raise
+        except BaseException:  # cancelled: the client went away, or the navigator stops
+            self._record(caller, "call", address, "cancelled", seen, started)
+            raise
+        self._record(
+            caller, "call", address, "tool_error" if result.is_error else "ok", seen, started
+        )
+        logger.info(
+            "call %s by %s in %.1f ms",
+            address,
+            caller.principal,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+
+    def _record(
+        self,
+        caller: Caller,
+        action: str,
+        address: object,
+        outcome: str,
+        seen: _Seen,
+        started: float | None = None,
+    ) -> None:
+        """The event of a call or a refused describe, with the row that decided it."""
+        if self.audit is None:
+            return
+        row = seen.row
+        self.audit.event(
+            caller.principal,
+            action,
+            address if isinstance(address, str) else "(not an address)",
+            outcome,
+            grant_id=None if row is None else row.id,
+            grant_revision=None if row is None else row.revision,
+            duration_ms=None if started is None else (time.perf_counter() - started) * 1000,
+            args_digest=seen.args_digest,
+        )
+
+    def _confirmation(self, caller: Caller, tool: CatalogTool, outcome: str, seen: _Seen) -> None:
+        if self.audit is not None:
+            self._record(caller, "confirm", tool.address, outcome, seen)
+
+    async def _call(
+        self,
+        caller: Caller,
+        address: str,
+        arguments: Any,
+        *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+        progress: ProgressSink | None,
+        seen: _Seen,
+    ) -> CallToolResult:
+        tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
         arguments = dict(arguments)
@@ -459,20 +544,29 @@ class Navigator:
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
             raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
-        # computed at most once, and only for what binds it: a confirmation, a call token
-        args_digest = functools.cache(lambda: _signable(arguments))
-        asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
-            tool, caller, args_digest, confirm=confirm, elicitor=elicitor
-        )
+        # computed at most once: for the audit event, and what binds it (a confirmation, a token)
+        known = seen.args_digest = None if self.audit is None else _digest_or_none(arguments)
+        args_digest = functools.cache(lambda: known or _signable(arguments))
+        try:
+            asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
+                tool, caller, args_digest, confirm=confirm, elicitor=elicitor
+            )
+        except ConfirmationRequired as error:  # a token issued is asked; anything else refused
+            self._confirmation(
+                caller, tool, "asked" if "confirm" in error.extra else "refused", seen
+            )
+            raise
+        if asked or (confirm is not None and self.confirmations.policy(tool) != NO_CONFIRMATION):
+            self._confirmation(caller, tool, "answered", seen)
         if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
             if caller.renew is not None:  # revoked, rotated or expired meanwhile: Unauthenticated
                 caller = await caller.renew()
-            again = await self._allowed(caller, tool.address, fresh=True)
+            again = await self._allowed(caller, tool.address, fresh=True, seen=seen)
             if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
                 raise ConfirmationRequired("The tool changed while the person was asked.")
         key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest())
-        result = await self.connections.call(
+        return await self.connections.call(
             endpoint,
             tool.name,
             arguments,
@@ -480,13 +574,22 @@ class Navigator:
             deadline_s=self.deadline_s,
             progress=progress,
         )
-        logger.info(
-            "call %s by %s in %.1f ms",
-            tool.address,
-            caller.principal,
-            (time.perf_counter() - started) * 1000,
-        )
-        return result
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What a call's audit event takes from the call as it goes: the grant row that decided (from
+    the read the call used) and the arguments' digest."""
+
+    row: GrantRecord | None = None
+    args_digest: str | None = None
+
+
+def _digest_or_none(arguments: dict[str, Any]) -> str | None:
+    try:
+        return arguments_digest(arguments)
+    except ValueError:  # beyond I-JSON: no digest (the call is refused only where one binds)
+        return None
 
 
 _NO_HOLDER = "No holder you may call has it: search for the tool by what it does."

@@ -10,6 +10,7 @@ import anyio.to_thread
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
+from navigator.audit import AuditLog, open_export
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
 from navigator.nodes import NodeConnections
@@ -32,6 +33,7 @@ class Services:
     navigator: Navigator
     registrar: Registrar
     authenticator: Authenticator
+    audit: AuditLog
 
     async def transact(self, work: Callable[[Session], T]) -> T:
         """Run ``work``, which may write, in one registry transaction, off the event loop."""
@@ -53,7 +55,13 @@ class Services:
 
     @classmethod
     def create(cls, settings: NavigatorSettings) -> Services:
-        registry = Registry(settings.database_url)
+        registry = Registry(settings.database_url, audit_instance=settings.instance_name())
+        audit = AuditLog(
+            registry,
+            registry.audit_instance,
+            retention_days=settings.audit_retention_days,
+            export=open_export(settings.audit_jsonl),
+        )
         catalog = Catalog(registry)
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
@@ -69,6 +77,7 @@ class Services:
                 connections,
                 deadline_s=settings.call_deadline_s,
                 cursor_ttl_s=settings.cursor_ttl_s,
+                audit=audit,
             ),
             registrar=Registrar(
                 registry,
@@ -77,7 +86,8 @@ class Services:
                 node_max_assignments=settings.node_max_assignments,
                 node_max_tools=settings.node_max_tools,
             ),
-            authenticator=Authenticator(registry, jwt_verifier(settings)),
+            authenticator=Authenticator(registry, jwt_verifier(settings), audit=audit),
+            audit=audit,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 
 from pydantic import Field, PositiveFloat, SecretStr, model_validator
@@ -51,6 +52,15 @@ class NavigatorSettings(ListeningSettings):
     node_max_assignments: int = Field(default=NODE_MAX_ASSIGNMENTS, ge=1)
     node_max_tools: int = Field(default=NODE_MAX_TOOLS, ge=1)
     retired_retention_days: float = Field(default=RETIRED_KEPT_DAYS, ge=0)
+    #: The audit trail (ADR 0039): how many days an event is kept; the name this navigator's
+    #: events are chained under (its host and listen address when not set); a JSON-lines copy of
+    #: every event (``-``: standard output) for a SIEM.
+    audit_retention_days: float = Field(default=30.0, gt=0)
+    instance: str | None = Field(default=None, min_length=1, max_length=128)
+    audit_jsonl: str | None = None
+
+    def instance_name(self) -> str:
+        return self.instance or f"{socket.gethostname()}:{self.listen}"[:128]
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""

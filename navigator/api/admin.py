@@ -186,7 +186,7 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
         seat=record.seat,
         scopes=record.scopes,
     )
-    result = await found.registrar.put_assignment(machine, spec)
+    result = await found.registrar.put_assignment(machine, spec, action="refresh")
     return {"assignment": f"{machine}/{role}", **result.as_json()}
 
 

@@ -1,0 +1,146 @@
+"""The navigator's audit writer: events recorded off the call's path, batched into the registry.
+
+``record`` only appends to a list in memory: a call never waits on the registry for its audit
+event. ``run`` writes what was recorded every ``FLUSH_S`` in one transaction (chained onto this
+navigator's instance, ``registry.audit``), copies the events to the JSON-lines export when one is
+set, tells live views (the console's Activity page) that there is activity, and prunes events
+past the retention now and then. ``close`` writes what is left: a navigator stopped cleanly
+(SIGTERM, ADR 0026) loses none. A registry that cannot be written keeps the events in memory,
+at most ``HELD_MAX`` (then the oldest go, counted), and tries again (ADR 0039).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import anyio.to_thread
+
+from registry import RegistryError
+from registry.audit import AuditEntry, AuditRecord, AuditStore
+from registry.models import utcnow
+
+if TYPE_CHECKING:
+    from registry import Registry
+
+__all__ = ["AuditLog", "open_export"]
+
+logger = logging.getLogger("meshnav.navigator.audit")
+
+#: Between batch writes: an event reaches the registry (and the console) within about this long.
+FLUSH_S = 0.2
+#: Events held in memory while the registry cannot be written; past it the oldest are dropped.
+HELD_MAX = 100_000
+#: Between prunes of events past the retention.
+PRUNE_EVERY_S = 600.0
+
+
+def open_export(path: str | None) -> TextIO | None:
+    """The JSON-lines export ``--audit-jsonl`` names: ``-`` for standard output, else a file
+    appended to (made readable by its owner alone)."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+class AuditLog:
+    def __init__(
+        self,
+        registry: Registry,
+        instance: str,
+        *,
+        retention_days: float,
+        export: TextIO | None = None,
+        flush_s: float = FLUSH_S,
+    ) -> None:
+        self.registry = registry
+        self.instance = instance
+        self.retention = timedelta(days=retention_days)
+        self.export = export
+        self.flush_s = flush_s
+        self._pending: list[AuditEntry] = []
+        self._lock = anyio.Lock()
+        #: Called with each batch once it is written (the console's live views).
+        self.listeners: list[Callable[[list[AuditRecord]], None]] = []
+        self.dropped = 0
+
+    def record(self, entry: AuditEntry) -> None:
+        """Keep ``entry`` for the next batch; never waits, never fails."""
+        pending = self._pending
+        if len(pending) >= HELD_MAX:
+            del pending[0]
+            self.dropped += 1
+        pending.append(entry)
+
+    def event(self, principal: str, action: str, target: str, outcome: str, **fields: Any) -> None:
+        self.record(AuditEntry(utcnow(), principal, action, target[:256], outcome, **fields))
+
+    async def run(self) -> None:
+        """Write batches until cancelled; prune past the retention now and then."""
+        pruned_at = 0.0
+        while True:
+            await anyio.sleep(self.flush_s)
+            await self.flush()
+            if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
+                pruned_at = time.monotonic()
+                await self._prune()
+
+    async def flush(self) -> None:
+        """Write every event recorded so far; on a registry failure keep them for the next."""
+        async with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                written = await anyio.to_thread.run_sync(self._write, batch)
+            except RegistryError:
+                logger.warning("audit events could not be written; %d held", len(batch))
+                self._pending[:0] = batch[-HELD_MAX:]
+                return
+        self._exported(written)
+        for listener in list(self.listeners):
+            listener(written)
+
+    async def close(self) -> None:
+        """The last write, at a clean stop: shielded from the cancellation that stops us."""
+        with anyio.CancelScope(shield=True):
+            await self.flush()
+            if self.export is not None and self.export is not sys.stdout:
+                self.export.close()
+
+    def _write(self, batch: list[AuditEntry]) -> list[AuditRecord]:
+        with self.registry.transaction() as session:
+            return AuditStore(session).append(self.instance, batch)
+
+    def _exported(self, written: list[AuditRecord]) -> None:
+        if self.export is None:
+            return
+        lines = "".join(json.dumps(r.as_json(), separators=(",", ":")) + "\n" for r in written)
+        try:
+            self.export.write(lines)
+            self.export.flush()
+        except OSError:
+            logger.warning("the audit export could not be written")
+
+    async def _prune(self) -> None:
+        def prune() -> int:
+            with self.registry.transaction() as session:
+                return AuditStore(session).prune(utcnow() - self.retention)
+
+        try:
+            gone = await anyio.to_thread.run_sync(prune)
+        except RegistryError:
+            return
+        if gone:
+            logger.info("pruned %d audit events past the retention", gone)
