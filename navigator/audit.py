@@ -2,7 +2,8 @@
 
 ``record`` only appends to a list in memory: a call never waits on the registry for its audit
 event. ``run`` writes what was recorded every ``FLUSH_S`` in one transaction (chained onto this
-navigator's instance, ``registry.audit``), copies the events to the JSON-lines export when one is
+navigator's instance, ``registry.audit``), copies this instance's new events — the changes its
+API made, written in their own transactions, as well — to the JSON-lines export when one is
 set, tells live views (the console's Activity page) that there is activity, and prunes events
 past the retention now and then. ``close`` writes what is left: a navigator stopped cleanly
 (SIGTERM, ADR 0026) loses none. A registry that cannot be written keeps the events in memory,
@@ -11,13 +12,14 @@ at most ``HELD_MAX`` (then the oldest go, counted), and tries again (ADR 0039).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from registry import Registry
 
 __all__ = ["AuditLog", "open_export"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger("meshnav.navigator.audit")
 
@@ -74,6 +78,8 @@ class AuditLog:
         #: Called with each batch once it is written (the console's live views).
         self.listeners: list[Callable[[list[AuditRecord]], None]] = []
         self.dropped = 0
+        #: The last of this instance's events the export holds; None until first read.
+        self._exported_seq: int | None = None
 
     def record(self, entry: AuditEntry) -> None:
         """Keep ``entry`` for the next batch; never waits, never fails."""
@@ -89,9 +95,14 @@ class AuditLog:
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""
         pruned_at = 0.0
+        if self.export is not None:
+            self._exported_seq = await self._in_registry(
+                lambda store: store.head_seq(self.instance)
+            )
         while True:
             await anyio.sleep(self.flush_s)
             await self.flush()
+            await self._export()
             if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
                 pruned_at = time.monotonic()
                 await self._prune()
@@ -108,7 +119,6 @@ class AuditLog:
                 logger.warning("audit events could not be written; %d held", len(batch))
                 self._pending[:0] = batch[-HELD_MAX:]
                 return
-        self._exported(written)
         for listener in list(self.listeners):
             listener(written)
 
@@ -116,6 +126,7 @@ class AuditLog:
         """The last write, at a clean stop: shielded from the cancellation that stops us."""
         with anyio.CancelScope(shield=True):
             await self.flush()
+            await self._export()
             if self.export is not None and self.export is not sys.stdout:
                 self.export.close()
 
@@ -123,13 +134,32 @@ class AuditLog:
         with self.registry.transaction() as session:
             return AuditStore(session).append(self.instance, batch)
 
-    def _exported(self, written: list[AuditRecord]) -> None:
-        if self.export is None:
+    async def _in_registry(self, work: Callable[[AuditStore], T]) -> T:
+        def read() -> T:
+            with self.registry.read_transaction() as session:
+                return work(AuditStore(session))
+
+        return await anyio.to_thread.run_sync(read)
+
+    async def _export(self) -> None:
+        """This instance's events since the last exported, as JSON lines."""
+        if self.export is None or self._exported_seq is None:
             return
-        lines = "".join(json.dumps(r.as_json(), separators=(",", ":")) + "\n" for r in written)
         try:
-            self.export.write(lines)
-            self.export.flush()
+            while True:
+                found = await self._in_registry(
+                    functools.partial(_after, self.instance, self._exported_seq)
+                )
+                if not found:
+                    return
+                lines = "".join(
+                    json.dumps(r.as_json(), separators=(",", ":")) + "\n" for r in found
+                )
+                self.export.write(lines)
+                self.export.flush()
+                self._exported_seq = found[-1].seq
+        except RegistryError:
+            return  # the next tick tries again from where the export stands
         except OSError:
             logger.warning("the audit export could not be written")
 
@@ -144,3 +174,7 @@ class AuditLog:
             return
         if gone:
             logger.info("pruned %d audit events past the retention", gone)
+
+
+def _after(instance: str, seq: int, store: AuditStore) -> list[AuditRecord]:
+    return store.after(instance, seq)

@@ -184,6 +184,20 @@ class AuditStore:
             query = query.where(AuditEvent.id < wanted.before)
         return [_record(row) for row in self.session.scalars(query)]
 
+    def after(self, instance: str, seq: int, *, limit: int = 1000) -> list[AuditRecord]:
+        """``instance``'s events after its ``seq``-th, in chain order."""
+        query = (
+            select(AuditEvent)
+            .where(AuditEvent.instance == instance, AuditEvent.seq > seq)
+            .order_by(AuditEvent.seq)
+            .limit(limit)
+        )
+        return [_record(row) for row in self.session.scalars(query)]
+
+    def head_seq(self, instance: str) -> int:
+        found = self.session.scalar(select(AuditHead.seq).where(AuditHead.instance == instance))
+        return int(found or 0)
+
     def _chain(self, instance: str) -> Iterator[AuditEvent]:
         query = select(AuditEvent).where(AuditEvent.instance == instance).order_by(AuditEvent.seq)
         yield from self.session.scalars(query.execution_options(yield_per=1000))

@@ -21,6 +21,7 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from registry import RegistryError
+from registry.audit import ACTOR
 
 __all__ = ["handler", "read_body", "require_scope"]
 
@@ -29,9 +30,11 @@ B = TypeVar("B", bound=Body)
 
 
 def require_scope(request: Request, scope: str) -> Caller:
+    """The request's caller, holding ``scope``; the changes it makes are audited as its own."""
     caller = caller_from_scope(request.scope)
     if scope not in caller.scopes:
         raise ToolNotGranted(f"This needs the {scope} scope.")
+    ACTOR.set(caller.principal)
     return caller
 
 
