@@ -61,6 +61,7 @@ class Services:
             registry.audit_instance,
             retention_days=settings.audit_retention_days,
             export=open_export(settings.audit_jsonl),
+            flush_s=settings.audit_flush_s,
         )
         catalog = Catalog(registry)
         connections = NodeConnections(

@@ -58,6 +58,8 @@ class NavigatorSettings(ListeningSettings):
     audit_retention_days: float = Field(default=30.0, gt=0)
     instance: str | None = Field(default=None, min_length=1, max_length=128)
     audit_jsonl: str | None = None
+    #: Between the audit writer's batches (tests lengthen it to see the flush at a stop).
+    audit_flush_s: PositiveFloat = 0.2
 
     def instance_name(self) -> str:
         return self.instance or f"{socket.gethostname()}:{self.listen}"[:128]

@@ -93,6 +93,8 @@ async def test_decisions_and_changes_are_recorded_once_with_the_deciding_grant(
     mesh = MeshHarness(tmp_path / "run", database_url=database_url)
     export = tmp_path / "audit.jsonl"
     mesh.env["MESHNAV_AUDIT_JSONL"] = str(export)
+    # no batch is written while the navigator runs: what it recorded is written when it stops
+    mesh.env["MESHNAV_AUDIT_FLUSH_S"] = "3600"
     others: list[MeshHarness] = []
     try:
         admin = mesh.principal("ops", ["mesh:admin"])
@@ -151,6 +153,7 @@ async def test_decisions_and_changes_are_recorded_once_with_the_deciding_grant(
             f"{mesh.navigator_url}/api/v1/assignments/web9/logs/retire", headers=headers
         ).raise_for_status()
 
+        assert not [e for e in audit_json(database_url) if e["action"] == "call"]
         mesh.stop_navigator()  # SIGTERM: what was recorded is written before it stops
         stopped = audit_json(database_url)
         mesh.start_navigator(port)  # and the events survive its restart
