@@ -6,7 +6,9 @@ Prints p50/p95 of each, the milliseconds each hop adds over direct, calls/s with
 clients, the CPU time the navigator's and the proxy's processes spend per call (the hop's own work,
 which other load on the machine does not inflate as it does wall time), and the machine's load
 average before and after (wall figures move with it: compare paths within one run, and repeat
-runs). Usage: python benchmarks/call_overhead.py [--calls N]
+runs). Beside it, a second navigator on the same registry with auditing off
+(``MESHNAV_AUDIT_CALLS=false``): the CPU per call of the two, side by side, is what the audit
+trail costs (ADR 0039). Usage: python benchmarks/call_overhead.py [--calls N]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
 from tests.harness import MeshHarness, start_backend  # noqa: E402
 
 Call = Callable[[], Awaitable[object]]
+CALL = {"address": "bench1/echo/echo", "args": {"text": "hi"}}
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -87,6 +90,9 @@ async def main(calls: int, seconds: float) -> None:
             admin = mesh.principal("bench-admin", ["mesh:admin"])
             mesh.grant("bench", "bench1/echo/*")
             mesh.start_navigator()
+            unaudited = MeshHarness(Path(tmp) / "off", database_url=mesh.database_url)
+            unaudited.env["MESHNAV_AUDIT_CALLS"] = "false"
+            unaudited.start_navigator()
             httpx.post(
                 mesh.navigator_url + "/api/v1/assignments",
                 headers={"Authorization": f"Bearer {admin}"},
@@ -99,11 +105,17 @@ async def main(calls: int, seconds: float) -> None:
             navigator = Client(
                 StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers)
             )
-            async with direct, peer, navigator:
+            quiet = Client(
+                StreamableHttpTransport(unaudited.navigator_url + "/mcp", headers=headers)
+            )
+            async with direct, peer, navigator, quiet:
                 paths: dict[str, Call] = {
                     "direct": lambda: direct.call_tool_mcp("echo", {"text": "hi"}),
                     "fastmcp proxy": lambda: peer.call_tool_mcp("echo", {"text": "hi"}),
                     "navigator": lambda: navigator.call_tool_mcp(
+                        "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
+                    ),
+                    "audit off": lambda: quiet.call_tool_mcp(
                         "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
                     ),
                 }
@@ -111,9 +123,14 @@ async def main(calls: int, seconds: float) -> None:
                     "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
                 )
                 assert not result.is_error, result
+                for _ in range(50):  # the second navigator's catalogue follows the registration
+                    if not (await quiet.call_tool_mcp("call", dict(CALL))).is_error:
+                        break
+                    await asyncio.sleep(0.1)
                 hops = {
                     "fastmcp proxy": psutil.Process(proxy.pid),
                     "navigator": psutil.Process(mesh.navigator.pid),  # type: ignore[union-attr]
+                    "audit off": psutil.Process(unaudited.navigator.pid),  # type: ignore[union-attr]
                 }
                 cpu_before = {name: _cpu_s(process) for name, process in hops.items()}
                 samples = await _alternate(paths, calls)
@@ -140,8 +157,10 @@ async def main(calls: int, seconds: float) -> None:
                 "direct": await _throughput(make_direct, seconds),
                 "fastmcp proxy": await _throughput(make_peer, seconds),
                 "navigator": await _throughput(make_navigator, seconds),
+                "audit off": float("nan"),
             }
         finally:
+            unaudited.close()
             mesh.close()
             for process in (proxy, backend):
                 process.terminate()
@@ -162,6 +181,11 @@ async def main(calls: int, seconds: float) -> None:
         f"CPU per call in the hop's process: navigator {cpu_ms['navigator']:.2f} ms, "
         f"FastMCP proxy {cpu_ms['fastmcp proxy']:.2f} ms "
         f"({cpu_ms['navigator'] / cpu_ms['fastmcp proxy']:.2f}x)"
+    )
+    audited, off = cpu_ms["navigator"], cpu_ms["audit off"]
+    print(
+        f"CPU per call with auditing on {audited:.3f} ms, off {off:.3f} ms: "
+        f"{(audited / off - 1) * 100:+.1f}%"
     )
     print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
 

@@ -95,10 +95,7 @@ class AuditLog:
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""
         pruned_at = 0.0
-        if self.export is not None:
-            self._exported_seq = await self._in_registry(
-                lambda store: store.head_seq(self.instance)
-            )
+        await self.begin()
         while True:
             await anyio.sleep(self.flush_s)
             await self.flush()
@@ -106,6 +103,13 @@ class AuditLog:
             if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
                 pruned_at = time.monotonic()
                 await self._prune()
+
+    async def begin(self) -> None:
+        """Start the export after the events this instance's chain already holds."""
+        if self.export is not None and self._exported_seq is None:
+            self._exported_seq = await self._in_registry(
+                lambda store: store.head_seq(self.instance)
+            )
 
     async def flush(self) -> None:
         """Write every event recorded so far; on a registry failure keep them for the next."""

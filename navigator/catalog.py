@@ -462,6 +462,8 @@ class Catalog:
         self.registry = registry
         self._state = _State()
         self._listeners: set[asyncio.Queue[CatalogEvent]] = set()
+        #: Told (machine, status) when a machine stops or starts answering (the audit trail).
+        self.on_status: Callable[[str, str], None] | None = None
         #: The registry's catalogue revision this view reflects.
         self.revision = 0
         #: Moves whenever the view changes, including between the machines of one catch-up,
@@ -723,6 +725,9 @@ class Catalog:
         for name, state in (self._state.machines if machines is None else machines).items():
             status = state.status(now)
             if status != state.announced:
+                moved = {state.announced, status} == {ANSWERING, NOT_ANSWERING}
+                if moved and self.on_status is not None:
+                    self.on_status(name, status)
                 state.announced = status
                 changed.append(name)
                 self._emit(CatalogEvent("status", name))

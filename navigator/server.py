@@ -110,6 +110,9 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
     services.audit.listeners.append(lambda _: services.catalog.announce("activity"))
+    services.catalog.on_status = lambda machine, status: services.audit.event(
+        "", "machine.status", machine, status.replace(" ", "_")
+    )
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
         tasks.start_soon(services.audit.run)

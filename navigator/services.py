@@ -63,6 +63,7 @@ class Services:
             export=open_export(settings.audit_jsonl),
             flush_s=settings.audit_flush_s,
         )
+        decisions = audit if settings.audit_calls else None
         catalog = Catalog(registry)
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
@@ -78,7 +79,7 @@ class Services:
                 connections,
                 deadline_s=settings.call_deadline_s,
                 cursor_ttl_s=settings.cursor_ttl_s,
-                audit=audit,
+                audit=decisions,
             ),
             registrar=Registrar(
                 registry,
@@ -87,7 +88,7 @@ class Services:
                 node_max_assignments=settings.node_max_assignments,
                 node_max_tools=settings.node_max_tools,
             ),
-            authenticator=Authenticator(registry, jwt_verifier(settings), audit=audit),
+            authenticator=Authenticator(registry, jwt_verifier(settings), audit=decisions),
             audit=audit,
         )
 

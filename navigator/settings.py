@@ -58,6 +58,9 @@ class NavigatorSettings(ListeningSettings):
     audit_retention_days: float = Field(default=30.0, gt=0)
     instance: str | None = Field(default=None, min_length=1, max_length=128)
     audit_jsonl: str | None = None
+    #: Off, the navigator records no call, describe or sign-in events (changes to the registry
+    #: are recorded all the same): for measuring what auditing costs, side by side.
+    audit_calls: bool = True
     #: Between the audit writer's batches (tests lengthen it to see the flush at a stop).
     audit_flush_s: PositiveFloat = 0.2
 
