@@ -20,8 +20,9 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from registry.models import AuditEvent, AuditHead, utcnow
@@ -112,6 +113,13 @@ class AuditFilter:
     limit: int = 100
 
 
+_HEAD = (
+    select(AuditHead.seq, AuditHead.hash)
+    .where(AuditHead.instance == bindparam("instance"))
+    .with_for_update()
+)
+
+
 def chain_hash(prev_hash: str, instance: str, seq: int, entry: AuditEntry) -> str:
     values = [getattr(entry, name) for name in _ENTRY_FIELDS]
     values[0] = entry.at.isoformat()
@@ -130,43 +138,56 @@ def _like(pattern: str) -> str:
 
 
 class AuditStore:
-    def __init__(self, session: Session) -> None:
+    """On an ORM session (a change's own transaction) or a Core connection (the writer's
+    batches: ``Registry.write_connection``)."""
+
+    def __init__(self, session: Session | Connection) -> None:
         self.session = session
 
-    def _head(self, instance: str) -> AuditHead:
-        """The instance's chain head, made when missing, locked until the transaction ends
+    def _head(self, instance: str) -> tuple[int, str]:
+        """The instance's chain head (made when missing), locked until the transaction ends
         (``FOR UPDATE``; on SQLite the writer's transaction holds the database's write lock)."""
-        dialect = self.session.get_bind().dialect.name
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        self.session.execute(
-            insert(AuditHead)
-            .values(instance=instance, seq=0, hash=GENESIS)
-            .on_conflict_do_nothing(index_elements=["instance"])
-        )
-        return self.session.scalars(
-            select(AuditHead).where(AuditHead.instance == instance).with_for_update()
-        ).one()
+        found = self.session.execute(_HEAD, {"instance": instance}).first()
+        if found is None:
+            bind = self.session
+            dialect = (bind.get_bind() if isinstance(bind, Session) else bind).dialect.name
+            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            self.session.execute(
+                insert(AuditHead)
+                .values(instance=instance, seq=0, hash=GENESIS)
+                .on_conflict_do_nothing(index_elements=["instance"])
+            )
+            found = self.session.execute(_HEAD, {"instance": instance}).one()
+        return int(found[0]), str(found[1])
 
     def append(self, instance: str, entries: Iterable[AuditEntry]) -> list[AuditRecord]:
-        """Chain ``entries`` onto ``instance``'s events, in order."""
-        head = self._head(instance)
-        rows: list[AuditEvent] = []
+        """Chain ``entries`` onto ``instance``'s events, in order: Core statements, a few per
+        batch whatever its size (the navigator's writer pays them for every batch). The records
+        returned carry no ids (``0``): the registry gives them on insert."""
+        seq, prev = self._head(instance)
+        rows: list[dict[str, Any]] = []
+        chained: list[tuple[int, AuditEntry, str, str]] = []
         for entry in entries:
-            seq = head.seq + 1
-            hashed = chain_hash(head.hash, instance, seq, entry)
+            seq += 1
+            hashed = chain_hash(prev, instance, seq, entry)
+            values = {name: getattr(entry, name) for name in _ENTRY_FIELDS}
             rows.append(
-                AuditEvent(
-                    instance=instance,
-                    seq=seq,
-                    prev_hash=head.hash,
-                    hash=hashed,
-                    **{name: getattr(entry, name) for name in _ENTRY_FIELDS},
-                )
+                {**values, "instance": instance, "seq": seq, "prev_hash": prev, "hash": hashed}
             )
-            head.seq, head.hash = seq, hashed
-        self.session.add_all(rows)
-        self.session.flush()
-        return [_record(row) for row in rows]
+            chained.append((seq, entry, prev, hashed))
+            prev = hashed
+        if not rows:
+            return []
+        self.session.execute(insert(AuditEvent), rows)
+        self.session.execute(
+            update(AuditHead)
+            .where(AuditHead.instance == bindparam("instance_"))
+            .values(seq=bindparam("seq_"), hash=bindparam("hash_")),
+            {"instance_": instance, "seq_": seq, "hash_": prev},
+        )
+        return [
+            AuditRecord(0, instance, n, entry, before, after) for n, entry, before, after in chained
+        ]
 
     def events(self, wanted: AuditFilter) -> list[AuditRecord]:
         query = select(AuditEvent).order_by(AuditEvent.id.desc()).limit(wanted.limit)

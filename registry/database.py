@@ -178,6 +178,7 @@ class Registry:
             self.engine.execution_options(**{WRITES: True}), expire_on_commit=False
         )
         self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = self.engine.execution_options(**{WRITES: True})
         self._held = HeldReads(self.engine) if self.reads_inline else None
 
     @property
@@ -199,6 +200,14 @@ class Registry:
         with translate_errors(), self._sessions() as session, session.begin():
             session.info[INSTANCE_KEY] = self.audit_instance
             yield session
+
+    @contextlib.contextmanager
+    def write_connection(self) -> Iterator[Connection]:
+        """A writer's transaction on a Core connection, without an ORM session: for a batch of
+        plain inserts written often (the audit trail's), where a session costs more than the
+        statements."""
+        with translate_errors(), self._writer.begin() as connection:
+            yield connection
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[Session]:

@@ -109,3 +109,37 @@ def _events_or_none(registry: Registry) -> list[AuditRecord]:
         return _events(registry)
     except RegistryError:
         return []
+
+
+async def test_the_audit_api_is_for_operators_and_names_a_bad_filter(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console:
+        root = {"Authorization": f"Bearer {console.tokens['root']}"}
+        alice = {"Authorization": f"Bearer {console.tokens['alice']}"}
+        async with console.client() as client:
+            refused = await client.get("/api/v1/audit", headers=alice)
+            assert refused.status_code == 403
+            assert refused.json()["error"] == "tool_not_granted"
+            for params, pointer in (
+                ({"since": "yesterday"}, "/since"),
+                ({"limit": "0"}, "/limit"),
+                ({"limit": "100000"}, "/limit"),
+                ({"before": "-1"}, "/before"),
+                ({"principal": "a\x00b"}, None),  # refused before any route reads it
+                ({"address": "x" * 300}, "/address"),
+            ):
+                answer = await client.get("/api/v1/audit", params=params, headers=root)
+                assert answer.status_code == 400, params
+                body = answer.json()
+                assert body["error"] == "invalid_arguments" and body.get("pointer") == pointer
+                assert "yesterday" not in body["message"]
+            await client.get("/api/v1/mesh", headers={"Authorization": "Bearer x"})
+            await console.services.audit.flush()
+            first = (await client.get("/api/v1/audit", params={"limit": "1"}, headers=root)).json()
+            assert len(first["events"]) == 1 and first["next"] is not None
+            rest = await client.get(
+                "/api/v1/audit", params={"before": first["next"], "limit": "1000"}, headers=root
+            )
+            ids = [e["id"] for e in rest.json()["events"]]
+            assert ids and max(ids) < first["events"][0]["id"]
+            verified = (await client.get("/api/v1/audit/verify", headers=root)).json()
+            assert verified["ok"] is True
