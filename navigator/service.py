@@ -8,10 +8,11 @@ confirmation when the tool changes things, then the owning node under a deadline
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -452,47 +453,32 @@ class Navigator:
             del self._compiling[digest]
             done.set()
 
-    async def call(
-        self,
-        caller: Caller,
-        address: str,
-        arguments: Any,
-        *,
-        confirm: str | None,
-        elicitor: Elicitor | None,
-        progress: ProgressSink | None,
-    ) -> CallToolResult:
+    @contextlib.contextmanager
+    def _audited(self, caller: Caller, address: str, seen: _Seen) -> Iterator[None]:
+        """Record the call's event however it ends: ``seen.outcome`` when it answered, the §9
+        code it was refused with, ``internal_error``, or ``cancelled`` (the client went away,
+        or the navigator stops)."""
         started = time.perf_counter()
-        seen = _Seen()
         try:
-            result = await self._call(
-                caller,
-                address,
-                arguments,
-                confirm=confirm,
-                elicitor=elicitor,
-                progress=progress,
-                seen=seen,
-            )
+            yield
         except NavigatorError as error:
-            self._record(caller, "call", address, error.code, seen, started)
+            seen.outcome = error.code
             raise
         except Exception:
-            self._record(caller, "call", address, "internal_error", seen, started)
+            seen.outcome = "internal_error"
             raise
-        except BaseException:  # cancelled: the client went away, or the navigator stops
-            self._record(caller, "call", address, "cancelled", seen, started)
+        except BaseException:
+            seen.outcome = "cancelled"
             raise
-        self._record(
-            caller, "call", address, "tool_error" if result.is_error else "ok", seen, started
-        )
-        logger.info(
-            "call %s by %s in %.1f ms",
-            address,
-            caller.principal,
-            (time.perf_counter() - started) * 1000,
-        )
-        return result
+        finally:
+            self._record(caller, "call", address, seen.outcome, seen, started)
+            logger.info(
+                "call %s by %s: %s in %.1f ms",
+                address,
+                caller.principal,
+                seen.outcome,
+                (time.perf_counter() - started) * 1000,
+            )
 
     def _record(
         self,
@@ -522,12 +508,25 @@ class Navigator:
         if self.audit is not None:
             self._record(caller, "confirm", tool.address, outcome, seen)
 
-    async def _call(
+    async def call(
         self,
         caller: Caller,
         address: str,
         arguments: Any,
         *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+        progress: ProgressSink | None,
+    ) -> CallToolResult:
+        seen = _Seen()
+        with self._audited(caller, address, seen):
+            return await self._call(caller, address, arguments, confirm, elicitor, progress, seen)
+
+    async def _call(
+        self,
+        caller: Caller,
+        address: str,
+        arguments: Any,
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
@@ -566,7 +565,7 @@ class Navigator:
                 raise ConfirmationRequired("The tool changed while the person was asked.")
         key = self.catalog.node_keys.get(tool.machine)
         token = None if key is None else _signer(key, caller, tool, args_digest())
-        return await self.connections.call(
+        result = await self.connections.call(
             endpoint,
             tool.name,
             arguments,
@@ -574,15 +573,18 @@ class Navigator:
             deadline_s=self.deadline_s,
             progress=progress,
         )
+        seen.outcome = "tool_error" if result.is_error else "ok"
+        return result
 
 
 @dataclass(slots=True)
 class _Seen:
     """What a call's audit event takes from the call as it goes: the grant row that decided (from
-    the read the call used) and the arguments' digest."""
+    the read the call used), the arguments' digest, and how it ended."""
 
     row: GrantRecord | None = None
     args_digest: str | None = None
+    outcome: str = "ok"
 
 
 def _digest_or_none(arguments: dict[str, Any]) -> str | None:

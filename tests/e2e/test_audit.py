@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +16,14 @@ from sqlalchemy import text
 
 from tests.conftest import seed_sqlite
 from tests.harness import MeshHarness, free_port, mcp_client, tool_result
-from tests.postgres_server import PostgresServer
+from tests.registry.conftest import database_url
+
+__all__ = ["database_url"]  # the registry tests' fixture: SQLite, and the session's PostgreSQL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres")]
 
 CANARY = "CANARY-7f3a9c"
 TOOLS = [{"name": "rotate_logs", "description": "Rotate logs.", "inputSchema": {"type": "object"}}]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'registry.db'}"
-        return
-    server: PostgresServer = request.getfixturevalue("postgres_server")
-    name = f"audit_{os.getpid()}_{abs(hash(tmp_path)) % 10**8}"
-    yield server.create_database(name)
-    server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def meshnav(database_url: str, *arguments: str, code: int = 0) -> str:
