@@ -39,7 +39,7 @@ logger = logging.getLogger("meshnav.navigator.audit")
 
 #: Between batch writes: an event reaches the registry (and the console) within about this long.
 #: A batch costs ~0.4 ms of CPU whatever its size (``benchmarks/call_overhead.py``).
-FLUSH_S = 0.5
+FLUSH_S = 1.0
 #: Events held in memory while the registry cannot be written; past it the oldest are dropped.
 HELD_MAX = 100_000
 #: Between prunes of events past the retention.

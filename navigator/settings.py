@@ -62,7 +62,7 @@ class NavigatorSettings(ListeningSettings):
     #: are recorded all the same): for measuring what auditing costs, side by side.
     audit_calls: bool = True
     #: Between the audit writer's batches (tests lengthen it to see the flush at a stop).
-    audit_flush_s: PositiveFloat = 0.5
+    audit_flush_s: PositiveFloat = 1.0
 
     def instance_name(self) -> str:
         return self.instance or f"{socket.gethostname()}:{self.listen}"[:128]
