@@ -520,61 +520,55 @@ class Navigator:
     ) -> CallToolResult:
         seen = _Seen()
         with self._audited(caller, address, seen):
-            return await self._call(caller, address, arguments, confirm, elicitor, progress, seen)
-
-    async def _call(
-        self,
-        caller: Caller,
-        address: str,
-        arguments: Any,
-        confirm: str | None,
-        elicitor: Elicitor | None,
-        progress: ProgressSink | None,
-        seen: _Seen,
-    ) -> CallToolResult:
-        tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
-        if not isinstance(arguments, Mapping):  # 3. the tool's own schema
-            raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
-        arguments = dict(arguments)
-        if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
-            raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-        compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-        compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
-        endpoint = tool.endpoint
-        if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
-            raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
-        # computed at most once: for the audit event, and what binds it (a confirmation, a token)
-        known = seen.args_digest = None if self.audit is None else _digest_or_none(arguments)
-        args_digest = functools.cache(lambda: known or _signable(arguments))
-        try:
-            asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
-                tool, caller, args_digest, confirm=confirm, elicitor=elicitor
+            tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
+            if not isinstance(arguments, Mapping):  # 3. the tool's own schema
+                raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
+            arguments = dict(arguments)
+            if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
+                raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
+            compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
+            compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
+            endpoint = tool.endpoint
+            if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
+                raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
+            # computed at most once: for the audit event, and what binds it (a confirmation, token)
+            known = seen.args_digest = None if self.audit is None else _digest_or_none(arguments)
+            args_digest = functools.cache(lambda: known or _signable(arguments))
+            try:
+                asked = (
+                    await self.confirmations.settle(  # 4. a person's yes, when it changes things
+                        tool, caller, args_digest, confirm=confirm, elicitor=elicitor
+                    )
+                )
+            except ConfirmationRequired as error:  # a token issued is asked; anything else refused
+                self._confirmation(
+                    caller, tool, "asked" if "confirm" in error.extra else "refused", seen
+                )
+                raise
+            if asked or (
+                confirm is not None and self.confirmations.policy(tool) != NO_CONFIRMATION
+            ):
+                self._confirmation(caller, tool, "answered", seen)
+            if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
+                if (
+                    caller.renew is not None
+                ):  # revoked, rotated or expired meanwhile: Unauthenticated
+                    caller = await caller.renew()
+                again = await self._allowed(caller, tool.address, fresh=True, seen=seen)
+                if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
+                    raise ConfirmationRequired("The tool changed while the person was asked.")
+            key = self.catalog.node_keys.get(tool.machine)
+            token = None if key is None else _signer(key, caller, tool, args_digest())
+            result = await self.connections.call(
+                endpoint,
+                tool.name,
+                arguments,
+                token=token,
+                deadline_s=self.deadline_s,
+                progress=progress,
             )
-        except ConfirmationRequired as error:  # a token issued is asked; anything else refused
-            self._confirmation(
-                caller, tool, "asked" if "confirm" in error.extra else "refused", seen
-            )
-            raise
-        if asked or (confirm is not None and self.confirmations.policy(tool) != NO_CONFIRMATION):
-            self._confirmation(caller, tool, "answered", seen)
-        if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
-            if caller.renew is not None:  # revoked, rotated or expired meanwhile: Unauthenticated
-                caller = await caller.renew()
-            again = await self._allowed(caller, tool.address, fresh=True, seen=seen)
-            if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
-                raise ConfirmationRequired("The tool changed while the person was asked.")
-        key = self.catalog.node_keys.get(tool.machine)
-        token = None if key is None else _signer(key, caller, tool, args_digest())
-        result = await self.connections.call(
-            endpoint,
-            tool.name,
-            arguments,
-            token=token,
-            deadline_s=self.deadline_s,
-            progress=progress,
-        )
-        seen.outcome = "tool_error" if result.is_error else "ok"
-        return result
+            seen.outcome = "tool_error" if result.is_error else "ok"
+            return result
 
 
 @dataclass(slots=True)
