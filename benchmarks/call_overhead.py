@@ -12,6 +12,10 @@ runs). Usage: python benchmarks/call_overhead.py [--calls N] [--baseline REV] [-
 alike), alternating with it: the code before a change, side by side (e.g. tracing off against the
 code before tracing existed). ``--traced`` adds a navigator of this code exporting every span over
 OTLP/HTTP to a receiver here (ADR 0040).
+
+Beside them, a navigator of this code on the same registry with auditing off
+(``MESHNAV_AUDIT_CALLS=false``): the CPU per call of the two, side by side, is what the audit
+trail costs (ADR 0039).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
 from tests.harness import MeshHarness, free_port, start_backend, stop  # noqa: E402
 
 Call = Callable[[], Awaitable[object]]
+CALL = {"address": "bench1/echo/echo", "args": {"text": "hi"}}
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -217,6 +222,14 @@ async def main(calls: int, seconds: float, baseline: str | None, traced: bool) -
                 StreamableHttpTransport(mesh.navigator_url + "/mcp", headers=headers)
             )
             extra: dict[str, tuple[subprocess.Popen[bytes], Client[Any]]] = {}
+            process, url = _navigator(
+                ROOT, mesh.database_url, {"MESHNAV_AUDIT_CALLS": "false"}, Path(tmp) / "off.log"
+            )
+            others.callback(stop, process)
+            extra["audit off"] = (
+                process,
+                Client(StreamableHttpTransport(url + "/mcp", headers=headers)),
+            )
             if baseline is not None:
                 source, database, made = _baseline(baseline, Path(tmp), backend_url)
                 process, url = _navigator(source, database, {}, Path(tmp) / "baseline.log")
@@ -258,6 +271,11 @@ async def main(calls: int, seconds: float, baseline: str | None, traced: bool) -
                     "call", {"address": "bench1/echo/echo", "args": {"text": "hi"}}
                 )
                 assert not result.is_error, result
+                for _, client in extra.values():  # each catalogue follows the registration
+                    for _ in range(50):
+                        if not (await client.call_tool_mcp("call", dict(CALL))).is_error:
+                            break
+                        await asyncio.sleep(0.1)
                 hops = {
                     "fastmcp proxy": psutil.Process(proxy.pid),
                     "navigator": psutil.Process(mesh.navigator.pid),  # type: ignore[union-attr]
@@ -288,6 +306,7 @@ async def main(calls: int, seconds: float, baseline: str | None, traced: bool) -
                 "direct": await _throughput(make_direct, seconds),
                 "fastmcp proxy": await _throughput(make_peer, seconds),
                 "navigator": await _throughput(make_navigator, seconds),
+                "audit off": float("nan"),
             }
         finally:
             mesh.close()
@@ -317,6 +336,11 @@ async def main(calls: int, seconds: float, baseline: str | None, traced: bool) -
             f"CPU per call: {name} {cpu_ms[name]:.2f} ms, navigator {cpu_ms['navigator']:.2f} ms "
             f"(navigator / {name}: {cpu_ms['navigator'] / cpu_ms[name]:.3f}x)"
         )
+    audited, off = cpu_ms["navigator"], cpu_ms["audit off"]
+    print(
+        f"CPU per call with auditing on {audited:.3f} ms, off {off:.3f} ms: "
+        f"{(audited / off - 1) * 100:+.1f}%"
+    )
     print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f}")
 
 

@@ -24,6 +24,7 @@ from navigator.api.access import (
     is_principal_name,
     write_grant,
 )
+from navigator.api.audit import audit_filter, audit_page, audit_verify
 from navigator.bodies import Body, parse_body
 from navigator.errors import (
     InvalidAddress,
@@ -211,6 +212,24 @@ class Access:
             params = {"principal": principal, "address": address}
             return dict(await self._api("GET", "/grants/check", params=params))
         return self._direct(lambda store: grant_verdict(store, principal, address), writes=False)
+
+    # --- the audit trail -------------------------------------------------------------------
+
+    async def audit(self, given: dict[str, str | None]) -> dict[str, Any]:
+        """Audit events (``GET /api/v1/audit``, or the registry itself): filters checked alike."""
+        params = {name: value for name, value in given.items() if value is not None}
+        if self.navigator_url:
+            return dict(await self._api("GET", "/audit", params=params))
+        try:
+            wanted = audit_filter(params)
+        except NavigatorError as error:
+            raise _command_error(error) from None
+        return self._in_registry(lambda session: audit_page(session, wanted), writes=False)
+
+    async def audit_verify(self) -> dict[str, Any]:
+        if self.navigator_url:
+            return dict(await self._api("GET", "/audit/verify"))
+        return self._in_registry(audit_verify, writes=False)
 
 
 def _command_error(error: NavigatorError) -> CommandError:

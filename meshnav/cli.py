@@ -46,6 +46,8 @@ app.add_typer(node_app, name="node")
 app.add_typer(principal_app, name="principal")
 app.add_typer(grant_app, name="grant")
 app.add_typer(seat_app, name="seat")
+audit_app = typer.Typer(help="Who called what, decided by which grant (ADR 0039).")
+app.add_typer(audit_app, name="audit")
 
 
 class SeveralValues(TyperCommand):
@@ -273,6 +275,28 @@ def navigator_serve(
             help="External base URL (https://nav.example.com): the OAuth resource is its /mcp.",
         ),
     ] = None,
+    audit_retention_days: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_AUDIT_RETENTION_DAYS",
+            min=0.001,
+            help="Days an audit event is kept before it is pruned (30).",
+        ),
+    ] = None,
+    audit_jsonl: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MESHNAV_AUDIT_JSONL",
+            help="Also write every audit event as a JSON line to this file ('-': stdout).",
+        ),
+    ] = None,
+    instance: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MESHNAV_INSTANCE",
+            help="This navigator's name in the audit trail (its host and listen address).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -291,7 +315,13 @@ def navigator_serve(
         "node_concurrency": node_concurrency,
         "navigators": navigators,
         "public_url": public_url,
+        "audit_retention_days": audit_retention_days,
+        "audit_jsonl": audit_jsonl,
+        "instance": instance,
     }
+    if stdio and audit_jsonl == "-":  # standard output carries MCP there
+        errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)
+        raise typer.Exit(1)
     run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
 
@@ -969,3 +999,66 @@ def main() -> None:
             errors.print(f"meshnav: {message}{hint}", markup=False, highlight=False)
         sys.exit(exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# --- the audit trail -----------------------------------------------------------------------
+
+
+@audit_app.callback(invoke_without_command=True)
+def audit_list(
+    ctx: typer.Context,
+    principal: Annotated[str | None, typer.Option(help="Only this principal's events.")] = None,
+    address: Annotated[
+        str | None, typer.Option(help="Only these addresses or targets: '*' for any text.")
+    ] = None,
+    action: Annotated[
+        str | None, typer.Option(help="call, confirm, describe, sign-in, grant.add, …")
+    ] = None,
+    outcome: Annotated[str | None, typer.Option(help="ok, tool_error, or a SPEC §9 code.")] = None,
+    since: Annotated[str | None, typer.Option(help="90s, 30m, 1h, 7d, or an ISO time.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many events (100).")] = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Audit events, newest first: on the registry directly, or through a navigator's API."""
+    if ctx.invoked_subcommand is not None:
+        return
+    given = {
+        "principal": principal,
+        "address": address,
+        "action": action,
+        "outcome": outcome,
+        "since": since,
+        "limit": None if limit is None else str(limit),
+    }
+    page = run(_access(navigator, token, database).audit(given), as_json)
+    if as_json:
+        emit(page["events"], True)
+        return
+    from meshnav.render import audit_table
+
+    console.print(audit_table(page["events"]))
+
+
+@audit_app.command("verify")
+def audit_verify(
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every navigator's chain of audit events: exit 1 when a row was altered."""
+    found = run(_access(navigator, token, database).audit_verify(), as_json)
+    if as_json:
+        emit(found, True)
+    else:
+        for instance, count in found["instances"].items():
+            console.print(f"{instance}: {count} events", markup=False, highlight=False)
+        for problem in found["problems"]:
+            errors.print(f"meshnav: audit chain broken at {problem}", markup=False)
+        if found["ok"]:
+            console.print("the audit chains are intact")
+    if not found["ok"]:
+        raise typer.Exit(1)

@@ -172,3 +172,27 @@ def registration_view(answer: dict[str, Any]) -> RenderableType:
     for row in refused:
         table.add_row(Text(row["name"]), Text(row["reason"]))
     return Group(head, table)
+
+
+OUTCOME_STYLE = {"ok": "green", "answered": "green", "asked": "yellow"}
+
+
+def audit_table(events: list[dict[str, Any]]) -> Table:
+    """Audit events, newest first: who did what to which address, how it ended, which grant."""
+    table = Table(title="audit")
+    for column in ("at", "principal", "action", "target", "outcome", "grant", "ms", "instance"):
+        table.add_column(column, no_wrap=column in ("at", "principal", "target"))
+    for event in events:
+        grant = event["grant"]
+        ms = event["durationMs"]
+        table.add_row(
+            Text(event["at"][:23].replace("T", " ")),
+            Text(event["principal"] or "—"),
+            Text(event["action"]),
+            Text(event["target"]),
+            Text(event["outcome"], style=OUTCOME_STYLE.get(event["outcome"], "red")),
+            Text("—" if grant is None else f"{grant['id']} r{grant['revision']}"),
+            Text("" if ms is None else f"{ms:.1f}"),
+            Text(event["instance"], style="dim"),
+        )
+    return table

@@ -22,6 +22,7 @@ from fastmcp.server.auth import TokenVerifier
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
+from navigator.audit import AuditLog
 from navigator.errors import (
     NavigatorError,
     RegistryUnavailable,
@@ -60,11 +61,17 @@ class Authenticator:
     """
 
     def __init__(
-        self, registry: Registry, jwt: TokenVerifier | None = None, principal_claim: str = "sub"
+        self,
+        registry: Registry,
+        jwt: TokenVerifier | None = None,
+        principal_claim: str = "sub",
+        *,
+        audit: AuditLog | None = None,
     ) -> None:
         self.registry = registry
         self.jwt = jwt
         self.principal_claim = principal_claim
+        self.audit = audit
 
     def authenticate(self, token: str | None) -> Caller:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
@@ -88,15 +95,25 @@ class Authenticator:
             raise RegistryUnavailable()
         return Caller(principal, scopes, grants)
 
-    async def verify(self, token: str | None) -> Caller:
+    async def verify(self, token: str | None, *, route: str = "mcp") -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
         caller can have it checked again (``Caller.renew``)."""
-        caller = (await self.credential(token)).caller
-        return replace(caller, renew=functools.partial(self.verify, token))
+        caller = (await self.credential(token, route=route)).caller
+        return replace(caller, renew=functools.partial(self.verify, token, route=route))
 
-    async def credential(self, token: str | None) -> Credential:
+    async def credential(self, token: str | None, *, route: str = "mcp") -> Credential:
         """``verify``'s caller, and what stands behind it: the stored token's hash, or the JWT's
-        expiry (what a console session is bound to)."""
+        expiry (what a console session is bound to). A refusal is an audit event of ``route``
+        naming the token by the first 12 digits of its hash, never by its value (ADR 0039)."""
+        try:
+            return await self._credential(token)
+        except Unauthenticated:
+            if self.audit is not None:
+                shown = "no token" if not token else f"token {hash_token(token)[:12]}"
+                self.audit.event("", "sign-in", f"{route} ({shown})", Unauthenticated.code)
+            raise
+
+    async def _credential(self, token: str | None) -> Credential:
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
             access = await self.jwt.verify_token(token)
             subject = None if access is None else (access.claims or {}).get(self.principal_claim)
@@ -210,7 +227,7 @@ class AuthenticationMiddleware:
             return
         token = bearer(scope.get("headers", []))
         try:
-            caller = await self.authenticator.verify(token)
+            caller = await self.authenticator.verify(token, route=scope["path"])
         except NavigatorError as error:
             await send_error(send, error)  # its challenge: ``navigator.oauth.Challenges``
             return

@@ -487,6 +487,8 @@ class Catalog:
         self.writes = writes or RegistryWrites()
         self._state = _State()
         self._listeners: set[asyncio.Queue[CatalogEvent]] = set()
+        #: Told (machine, status) when a machine stops or starts answering (the audit trail).
+        self.on_status: Callable[[str, str], None] | None = None
         #: The registry's catalogue revision this view reflects.
         self.revision = 0
         #: Moves whenever the view changes, including between the machines of one catch-up,
@@ -775,6 +777,9 @@ class Catalog:
         for name, state in (self._state.machines if machines is None else machines).items():
             status = (state.status(judged), state.heartbeats(now, judged))
             if status != state.announced:
+                moved = {state.announced[0], status[0]} == {ANSWERING, NOT_ANSWERING}
+                if moved and self.on_status is not None:
+                    self.on_status(name, status[0])
                 state.announced = status
                 changed.append(name)
                 self._emit(CatalogEvent("status", name))
@@ -789,6 +794,10 @@ class Catalog:
 
     def unsubscribe(self, queue: asyncio.Queue[CatalogEvent]) -> None:
         self._listeners.discard(queue)
+
+    def announce(self, kind: str) -> None:
+        """Tell live views of a change outside the catalogue (``activity``: audit events)."""
+        self._emit(CatalogEvent(kind, ""))
 
     def _emit(self, event: CatalogEvent) -> None:
         for queue in list(self._listeners):

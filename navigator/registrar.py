@@ -256,6 +256,7 @@ class Registrar:
         *,
         grant_scope_holders: bool = False,
         by_node: bool = False,
+        action: str = "register",
     ) -> RegistrationResult:
         """Register one assignment: an operator's, or a node's whose tool list changed
         (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``)."""
@@ -266,7 +267,7 @@ class Registrar:
 
         def write() -> None:
             with self.registry.transaction() as session:
-                _write(CatalogStore(session), machine, spec, tools, by_node=by_node)
+                _write(CatalogStore(session), machine, spec, tools, by_node=by_node, action=action)
                 if by_node:
                     CatalogStore(session).hold_to(machine, **self._node_bounds)
                 if grant_scope_holders:
@@ -372,6 +373,7 @@ def _write(
     tools: list[NewTool],
     *,
     by_node: bool = False,
+    action: str = "register",
 ) -> None:
     store.put_assignment(
         machine,
@@ -383,4 +385,5 @@ def _write(
         scopes=spec.scopes,
         seat=spec.seat,
         by_node=by_node,
+        action=action,
     )

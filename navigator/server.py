@@ -120,12 +120,18 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     await services.catalog.load(meanwhile=import_client)
     gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
+    services.audit.listeners.append(lambda _: services.catalog.announce("activity"))
+    services.catalog.on_status = lambda machine, status: services.audit.event(
+        "", "machine.status", machine, status.replace(" ", "_")
+    )
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(follow_registry, services)
+        tasks.start_soon(services.audit.run)
         try:
             yield
         finally:
             tasks.cancel_scope.cancel()
+            await services.audit.close()  # what was recorded is written before we stop
             await services.connections.close()
             services.registry.dispose()
             tracing.stop()  # what is buffered is exported: a clean stop loses no span

@@ -8,11 +8,12 @@ confirmation when the tool changes things, then the owning node under a deadline
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -30,7 +31,9 @@ from navigator.addresses import (
     parse_walk_address,
 )
 from navigator.answers import fit_entries, wire_size
+from navigator.audit import AuditLog
 from navigator.catalog import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
+from navigator.confirmation import NONE as NO_CONFIRMATION
 from navigator.confirmation import Confirmations, Elicitor
 from navigator.cursors import CursorPosition, CursorSigner, Listings
 from navigator.errors import (
@@ -59,7 +62,7 @@ from navigator.validation import (
     is_unicode_text,
 )
 from navigator.walk import authorised_contracts, walk
-from registry import Registry, read_grant_revision, read_snapshot
+from registry import GrantRecord, Registry, read_grant_revision, read_snapshot
 
 __all__ = ["WALKER_ARGUMENTS", "Navigator"]
 
@@ -103,9 +106,12 @@ class Navigator:
         deadline_s: float,
         cursor_ttl_s: float = LIMITS.cursor_ttl_s,
         quotas: Quotas | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.registry = registry
         self.quotas = Quotas() if quotas is None else quotas
+        #: Where each call's and each refused describe's event goes (ADR 0039); None: nowhere.
+        self.audit = audit
         self.catalog = catalog
         self.connections = connections
         self.deadline_s = deadline_s
@@ -127,14 +133,16 @@ class Navigator:
         )
         return compile_permissions(caller, snapshot)
 
-    async def _allowed(self, caller: Caller, address: str, *, fresh: bool = False) -> CatalogTool:
+    async def _allowed(
+        self, caller: Caller, address: str, *, fresh: bool = False, seen: _Seen | None = None
+    ) -> CatalogTool:
         """SPEC §3's first two steps of a call, as ``describe`` takes them too: the address parses
         as one tool's, the caller's grants, read now, could reach it at all (else
         ``tool_not_granted`` whether a tool is there or not, ADR 0035), the tool exists and is not
         retired (``unknown_tool``, naming near addresses the caller may call), and the grants
         allow it (``tool_not_granted``). ``fresh`` reads the grants from the registry even when
         the request's token came with them: the request began long enough ago that they may
-        have changed."""
+        have changed. ``seen`` is told the row that decided, from this same read."""
         try:
             parsed = parse_tool_address(address)
         except InvalidAddress as error:
@@ -145,12 +153,15 @@ class Navigator:
             permissions = await self.permissions(caller)
         holder, role, name = parsed.holder, str(parsed.role), str(parsed.tool)
         near = functools.partial(nearby, self.catalog, permissions, parsed)
+        decision = permissions.decide(holder, role, name)
+        if seen is not None:
+            seen.row = decision.row
         if not permissions.covers(holder, role, name):
             raise _near(ToolNotGranted, near())
         tool = self.catalog.find_tool(str(parsed))
         if tool is None:
             raise _near(UnknownTool, near())
-        if not permissions.decide(holder, role, name).allowed:
+        if not decision.allowed:
             raise _near(ToolNotGranted, near())
         return tool
 
@@ -399,7 +410,12 @@ class Navigator:
     async def describe(
         self, caller: Caller, address: str, *, answer_bytes: int = LIMITS.answer_bytes
     ) -> dict[str, Any]:
-        tool = await self._allowed(caller, address)
+        seen = _Seen()
+        try:
+            tool = await self._allowed(caller, address, seen=seen)
+        except ToolNotGranted as error:  # a refusal is recorded; a description given is not
+            self._record(caller, "describe", address, error.code, seen)
+            raise
         definition = tool.definition
         contract: dict[str, Any] = {
             "address": tool.address,
@@ -441,6 +457,61 @@ class Navigator:
             del self._compiling[digest]
             done.set()
 
+    @contextlib.contextmanager
+    def _audited(self, caller: Caller, address: str, seen: _Seen) -> Iterator[None]:
+        """Record the call's event however it ends: ``seen.outcome`` when it answered, the §9
+        code it was refused with, ``internal_error``, or ``cancelled`` (the client went away,
+        or the navigator stops)."""
+        started = time.perf_counter()
+        try:
+            yield
+        except NavigatorError as error:
+            seen.outcome = error.code
+            raise
+        except Exception:
+            seen.outcome = "internal_error"
+            raise
+        except BaseException:
+            seen.outcome = "cancelled"
+            raise
+        finally:
+            self._record(caller, "call", address, seen.outcome, seen, started)
+            logger.info(
+                "call %s by %s: %s in %.1f ms",
+                address,
+                caller.principal,
+                seen.outcome,
+                (time.perf_counter() - started) * 1000,
+            )
+
+    def _record(
+        self,
+        caller: Caller,
+        action: str,
+        address: object,
+        outcome: str,
+        seen: _Seen,
+        started: float | None = None,
+    ) -> None:
+        """The event of a call or a refused describe, with the row that decided it."""
+        if self.audit is None:
+            return
+        row = seen.row
+        self.audit.event(
+            caller.principal,
+            action,
+            address if isinstance(address, str) else "(not an address)",
+            outcome,
+            grant_id=None if row is None else row.id,
+            grant_revision=None if row is None else row.revision,
+            duration_ms=None if started is None else (time.perf_counter() - started) * 1000,
+            args_digest=seen.args_digest,
+        )
+
+    def _confirmation(self, caller: Caller, tool: CatalogTool, outcome: str, seen: _Seen) -> None:
+        if self.audit is not None:
+            self._record(caller, "confirm", tool.address, outcome, seen)
+
     async def call(
         self,
         caller: Caller,
@@ -451,64 +522,110 @@ class Navigator:
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
     ) -> CallToolResult:
-        """SPEC §3's call, admitted first under the caller's quota (ADR 0041)."""
-        async with self.quotas.principal(caller):
-            started = time.perf_counter()
-            with tracing.span("grants"):
-                tool = await self._allowed(caller, address)  # 1. and 2.
-            tracing.annotate(address=tool.address)
-            if not isinstance(arguments, Mapping):  # 3. the tool's own schema
-                raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
-            arguments = dict(arguments)
-            with tracing.span("validation"):
-                if not is_unicode_text(arguments):  # no JSON text carries it on (ADR 0022)
-                    raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-                compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-                compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
-            endpoint = tool.endpoint
-            if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
-                raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
-            silent = self.catalog.silent_since(tool.machine)
-            if silent is not None:  # known not answering: at once, unless a probe finds it back
-                await self.connections.probes.admit(endpoint, silent)
-            # computed at most once, and only for what binds it: a confirmation, a call token
-            args_digest = functools.cache(lambda: _signable(arguments))
-            with tracing.span("confirmation"):
-                asked = await self.confirmations.settle(  # 4. a person's yes, if it changes things
+        """SPEC §3's call, audited (ADR 0039) and admitted first under the caller's quota
+        (ADR 0041)."""
+        seen = _Seen()
+        with self._audited(caller, address, seen):
+            async with self.quotas.principal(caller):
+                return await self._call(
+                    caller,
+                    address,
+                    arguments,
+                    seen,
+                    confirm=confirm,
+                    elicitor=elicitor,
+                    progress=progress,
+                )
+
+    async def _call(
+        self,
+        caller: Caller,
+        address: str,
+        arguments: Any,
+        seen: _Seen,
+        *,
+        confirm: str | None,
+        elicitor: Elicitor | None,
+        progress: ProgressSink | None,
+    ) -> CallToolResult:
+        with tracing.span("grants"):
+            tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
+        tracing.annotate(address=tool.address)
+        if not isinstance(arguments, Mapping):  # 3. the tool's own schema
+            raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
+        arguments = dict(arguments)
+        with tracing.span("validation"):
+            if not is_unicode_text(arguments):  # no JSON text carries it on (ADR 0022)
+                raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
+            compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
+            compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
+        endpoint = tool.endpoint
+        if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
+            raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
+        silent = self.catalog.silent_since(tool.machine)
+        if silent is not None:  # known not answering: at once, unless a probe finds it back
+            await self.connections.probes.admit(endpoint, silent)
+        # computed at most once: for the audit event, and what binds it (a confirmation, token)
+        known = seen.args_digest = None if self.audit is None else _digest_or_none(arguments)
+        args_digest = functools.cache(lambda: known or _signable(arguments))
+        with tracing.span("confirmation"):
+            try:
+                asked = await self.confirmations.settle(  # 4. a person's yes, if it may change
                     tool, caller, args_digest, confirm=confirm, elicitor=elicitor
                 )
-                if asked:  # minutes may have passed: the credential, 1. and 2. again
-                    tracing.annotate(confirmation="asked")
-                    if caller.renew is not None:  # revoked, rotated or expired: Unauthenticated
-                        caller = await caller.renew()
-                    again = await self._allowed(caller, tool.address, fresh=True)
-                    if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
-                        raise ConfirmationRequired("The tool changed while the person was asked.")
-            key = self.catalog.node_keys.get(tool.machine)
-            token = None if key is None else _signer(key, caller, tool, args_digest())
-            with tracing.span(
-                "node hop", kind="client", address=tool.address, machine=tool.machine
-            ) as hop:
-                try:
-                    async with self.quotas.node(tool.machine, self.deadline_s) as waited:
-                        result = await self.connections.call(
-                            endpoint,
-                            tool.name,
-                            arguments,
-                            token=token,
-                            deadline_s=self.deadline_s - waited,  # a turn waited counts
-                            progress=progress,
-                        )
-                except NavigatorError as error:
-                    tracing.failed(hop, error.code)
-                    raise
-            logger.info(
-                "call %s by %s in %.1f ms",
-                tool.address,
-                caller.principal,
-                (time.perf_counter() - started) * 1000,
-            )
-            return result
+            except ConfirmationRequired as error:  # a token issued is asked; anything else refused
+                self._confirmation(
+                    caller, tool, "asked" if "confirm" in error.extra else "refused", seen
+                )
+                raise
+            if asked or (
+                confirm is not None and self.confirmations.policy(tool) != NO_CONFIRMATION
+            ):
+                self._confirmation(caller, tool, "answered", seen)
+            if asked:  # minutes may have passed: the credential, 1. and 2. again
+                tracing.annotate(confirmation="asked")
+                if caller.renew is not None:  # revoked, rotated or expired: Unauthenticated
+                    caller = await caller.renew()
+                again = await self._allowed(caller, tool.address, fresh=True, seen=seen)
+                if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
+                    raise ConfirmationRequired("The tool changed while the person was asked.")
+        key = self.catalog.node_keys.get(tool.machine)
+        token = None if key is None else _signer(key, caller, tool, args_digest())
+        with tracing.span(
+            "node hop", kind="client", address=tool.address, machine=tool.machine
+        ) as hop:
+            try:
+                async with self.quotas.node(tool.machine, self.deadline_s) as waited:
+                    result = await self.connections.call(
+                        endpoint,
+                        tool.name,
+                        arguments,
+                        token=token,
+                        deadline_s=self.deadline_s - waited,  # a turn waited counts
+                        progress=progress,
+                    )
+            except NavigatorError as error:
+                tracing.failed(hop, error.code)
+                raise
+        seen.outcome = "tool_error" if result.is_error else "ok"
+        return result
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What a call's audit event takes from the call as it goes: the grant row that decided (from
+    the read the call used), the arguments' digest, and how it ended."""
+
+    row: GrantRecord | None = None
+    args_digest: str | None = None
+    outcome: str = "ok"
+
+
+def _digest_or_none(arguments: dict[str, Any]) -> str | None:
+    try:
+        return arguments_digest(arguments)
+    except ValueError:  # beyond I-JSON: no digest (the call is refused only where one binds)
+        return None
 
 
 _NO_HOLDER = "No holder you may call has it: search for the tool by what it does."

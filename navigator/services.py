@@ -10,6 +10,7 @@ import anyio.to_thread
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
+from navigator.audit import AuditLog, open_export
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
 from navigator.nodes import NodeConnections
@@ -33,6 +34,7 @@ class Services:
     navigator: Navigator
     registrar: Registrar
     authenticator: Authenticator
+    audit: AuditLog
 
     async def transact(self, work: Callable[[Session], T]) -> T:
         """Run ``work``, which may write, in one registry transaction, off the event loop."""
@@ -54,7 +56,15 @@ class Services:
 
     @classmethod
     def create(cls, settings: NavigatorSettings) -> Services:
-        registry = Registry(settings.database_url)
+        registry = Registry(settings.database_url, audit_instance=settings.instance_name())
+        audit = AuditLog(
+            registry,
+            registry.audit_instance,
+            retention_days=settings.audit_retention_days,
+            export=open_export(settings.audit_jsonl),
+            flush_s=settings.audit_flush_s,
+        )
+        decisions = audit if settings.audit_calls else None
         catalog = Catalog(registry)
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
@@ -73,6 +83,7 @@ class Services:
                 quotas=Quotas(
                     node_concurrency=settings.node_concurrency, navigators=settings.navigators
                 ),
+                audit=decisions,
             ),
             registrar=Registrar(
                 registry,
@@ -82,8 +93,12 @@ class Services:
                 node_max_tools=settings.node_max_tools,
             ),
             authenticator=Authenticator(
-                registry, jwt_verifier(settings), principal_claim=settings.jwt_principal_claim
+                registry,
+                jwt_verifier(settings),
+                principal_claim=settings.jwt_principal_claim,
+                audit=decisions,
             ),
+            audit=audit,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 from urllib.parse import urlsplit
 
@@ -75,6 +76,20 @@ class NavigatorSettings(ListeningSettings):
     #: many navigators share the registry: each holds its share of every limit (ADR 0041).
     node_concurrency: int = Field(default=NODE_CONCURRENCY, ge=1, le=4096)
     navigators: int = Field(default=1, ge=1, le=64)
+    #: The audit trail (ADR 0039): how many days an event is kept; the name this navigator's
+    #: events are chained under (its host and listen address when not set); a JSON-lines copy of
+    #: every event (``-``: standard output) for a SIEM.
+    audit_retention_days: float = Field(default=30.0, gt=0)
+    instance: str | None = Field(default=None, min_length=1, max_length=128)
+    audit_jsonl: str | None = None
+    #: Off, the navigator records no call, describe or sign-in events (changes to the registry
+    #: are recorded all the same): for measuring what auditing costs, side by side.
+    audit_calls: bool = True
+    #: Between the audit writer's batches (tests lengthen it to see the flush at a stop).
+    audit_flush_s: PositiveFloat = 1.0
+
+    def instance_name(self) -> str:
+        return self.instance or f"{socket.gethostname()}:{self.listen}"[:128]
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""

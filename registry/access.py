@@ -30,6 +30,7 @@ from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from registry.audit import record_change
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
 from registry.models import Grant, Machine, Principal, Revision, utcnow
@@ -409,6 +410,7 @@ class AccessStore:
         )
         self.session.add(row)
         self.session.flush()
+        record_change(self.session, "principal.add", name)
         return _principal_record(row)
 
     def principal(self, name: str) -> PrincipalRecord:
@@ -454,6 +456,7 @@ class AccessStore:
         if expires_at is not None:
             row.expires_at = expires_at
         ConsoleSessions(self.session).close_principal(name)
+        record_change(self.session, "principal.rotate", name)
         return _principal_record(row)
 
     def set_quota(self, name: str, quota: Quota) -> PrincipalRecord:
@@ -469,6 +472,7 @@ class AccessStore:
         row.revoked_at = utcnow()
         row.token_hash = None
         ConsoleSessions(self.session).close_principal(name)
+        record_change(self.session, "principal.revoke", name)
 
     def bind_machine(self, name: str, machine: str) -> None:
         """Bind a node principal to the machine it first registers; later machines conflict, and
@@ -526,6 +530,13 @@ class AccessStore:
         row.effect = effect
         row.revision = revision
         self.session.flush()
+        record_change(
+            self.session,
+            "grant.add",
+            f"{effect} {target} for {principal}",
+            grant_id=row.id,
+            grant_revision=revision,
+        )
         return _grant_record(row)
 
     def grant_scope_holders(self, target: str, scopes: Iterable[str]) -> GrantRecord | None:
@@ -551,6 +562,7 @@ class AccessStore:
             CatalogStore(self.session).bump("grants")
         for row in going:
             self.session.delete(row)
+            record_change(self.session, "grant.revoke", target, grant_id=row.id)
         self.session.flush()
         return kept
 
@@ -562,6 +574,7 @@ class AccessStore:
         result = self.session.execute(delete(Grant).where(Grant.id == grant_id))
         if not getattr(result, "rowcount", 0):
             raise NotFound("No such grant.")
+        record_change(self.session, "grant.revoke", f"grant {grant_id}", grant_id=grant_id)
 
     def grants(
         self, principal: str | None = None, *, limit: int | None = None

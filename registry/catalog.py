@@ -26,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, selectinload
 
+from registry.audit import record_change
 from registry.errors import Conflict, NotFound, SeatNotPlaced
 from registry.models import (
     Assignment,
@@ -298,6 +299,7 @@ class CatalogStore:
             machine.heartbeat_s = heartbeat_s
         self.session.flush()
         self.log_change(name)
+        record_change(self.session, "machine.add", name)
         return _machine_record(machine)
 
     def register_node(self, name: str, *, advertise_url: str, heartbeat_s: float) -> bytes:
@@ -363,6 +365,7 @@ class CatalogStore:
         machine = self._machine(name)
         machine.retired_at = utcnow()
         self.log_change(name)
+        record_change(self.session, "retire", name)
 
     # --- assignments -----------------------------------------------------------------------
 
@@ -389,6 +392,7 @@ class CatalogStore:
         scopes: Iterable[str] = (),
         seat: str | None = None,
         by_node: bool = False,
+        action: str = "register",
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
         tools, keeps operators' confirmation marks, and restores it when it was retired.
@@ -435,6 +439,7 @@ class CatalogStore:
         if seat is not None:
             self._place_seat(seat, assignment)
         self.log_change(machine)
+        record_change(self.session, action, f"{machine}/{role}")
         return self._record(assignment)
 
     def retire_assignment(self, machine: str, role: str) -> None:
@@ -442,6 +447,7 @@ class CatalogStore:
         assignment = self._assignment(machine, role)
         assignment.retired_at = utcnow()
         self.log_change(machine)
+        record_change(self.session, "retire", f"{machine}/{role}")
 
     def hold_to(self, machine: str, *, assignments: int, tools: int) -> None:
         """Keep ``machine`` within ``assignments`` assignments and ``tools`` tools, retired ones
@@ -517,6 +523,7 @@ class CatalogStore:
             if row.name == tool:
                 row.confirmation = confirmation
                 self.log_change(machine)
+                record_change(self.session, "tool.mark", f"{machine}/{role}/{tool}")
                 return
         raise NotFound("No such tool.")
 
@@ -558,6 +565,7 @@ class CatalogStore:
             raise Conflict("The assignment is retired: register it again, then place the seat.")
         self._place_seat(name, assignment)
         self.log_change(machine)
+        record_change(self.session, "seat.place", f"mesh/{name} on {machine}/{role}")
 
     def _seat_placed(self, name: str, machine: str, role: str) -> bool:
         """Whether an operator placed the mesh seat ``name`` on ``machine``'s assignment ``role``

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from registry.audit import CLI_INSTANCE, INSTANCE_KEY
 from registry.errors import Conflict, RegistryUnavailable
 from registry.reads import HeldReads
 
@@ -38,7 +39,7 @@ logger = logging.getLogger("meshnav.registry")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest migration's revision (``migrations/versions``); a test holds it to Alembic's head.
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0009"
 #: How long one statement may wait for a lock or a connection before the registry is "unavailable".
 STATEMENT_TIMEOUT_S = 5
 #: TCP keepalives for every PostgreSQL connection (libpq's parameters): a peer gone silent — the
@@ -168,13 +169,16 @@ class Registry:
     """An engine and its sessions. ``transaction()`` is the unit of work that writes, commit on
     success; ``read_transaction()`` one that only reads."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, audit_instance: str = CLI_INSTANCE) -> None:
         self.url = url
+        #: The instance the changes of this process's transactions are audited under (ADR 0039).
+        self.audit_instance = audit_instance
         self.engine = make_engine(url)
         self._sessions = sessionmaker(
             self.engine.execution_options(**{WRITES: True}), expire_on_commit=False
         )
         self._read_sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writer = self.engine.execution_options(**{WRITES: True})
         self._held = HeldReads(self.engine) if self.reads_inline else None
 
     @property
@@ -194,7 +198,16 @@ class Registry:
         statement, its reads included (``BEGIN IMMEDIATE``): a writer's check and the change it
         makes from it are one step, as PostgreSQL's row and advisory locks make them there."""
         with translate_errors(), self._sessions() as session, session.begin():
+            session.info[INSTANCE_KEY] = self.audit_instance
             yield session
+
+    @contextlib.contextmanager
+    def write_connection(self) -> Iterator[Connection]:
+        """A writer's transaction on a Core connection, without an ORM session: for a batch of
+        plain inserts written often (the audit trail's), where a session costs more than the
+        statements."""
+        with translate_errors(), self._writer.begin() as connection:
+            yield connection
 
     @contextlib.contextmanager
     def read_transaction(self) -> Iterator[Session]:

@@ -7,6 +7,7 @@ Principal                                who calls (token hash only), with scope
 ConsoleSession                           a browser signed in to the console (its id's hash only)
 Grant                                    who may call what
 Revision                                 counters that move whenever grants or the catalogue change
+AuditEvent ─ AuditHead                   who decided or changed what; each navigator's chain head
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = [
     "Assignment",
+    "AuditEvent",
+    "AuditHead",
     "Base",
     "CatalogChange",
     "ConsoleSession",
@@ -241,3 +244,42 @@ class Revision(Base):
 
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AuditEvent(Base):
+    """One decision or change (ADR 0039): who, what, how it ended, and the grant row that decided.
+    Never arguments, results, queries, cursors, tokens or schemas — the arguments' digest at most.
+    ``hash`` chains the events of one ``instance`` (``prev_hash`` is the one before's)."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        UniqueConstraint("instance", "seq"),
+        Index("ix_audit_events_principal_at", "principal", "at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(index=True)
+    instance: Mapped[str] = mapped_column(String(128))
+    seq: Mapped[int] = mapped_column(Integer)
+    principal: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(String(256))
+    outcome: Mapped[str] = mapped_column(String(64))
+    grant_id: Mapped[int | None] = mapped_column(Integer)
+    grant_revision: Mapped[int | None] = mapped_column(Integer)
+    duration_ms: Mapped[float | None] = mapped_column(Float)
+    args_digest: Mapped[str | None] = mapped_column(String(64))
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditHead(Base):
+    """The newest event of each instance's chain: what the next event links to, and what
+    ``meshnav audit verify`` holds the chain's end to (a row deleted from the end shows)."""
+
+    __tablename__ = "audit_heads"
+
+    instance: Mapped[str] = mapped_column(String(128), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, default=0)
+    hash: Mapped[str] = mapped_column(String(64))

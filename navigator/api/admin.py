@@ -34,6 +34,7 @@ from navigator.api.access import (
     grant_verdict,
     write_grant,
 )
+from navigator.api.audit import audit_filter, audit_page, audit_verify
 from navigator.api.base import read_body, require_scope
 from navigator.bodies import Body
 from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
@@ -187,7 +188,7 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
         seat=record.seat,
         scopes=record.scopes,
     )
-    result = await found.registrar.put_assignment(machine, spec)
+    result = await found.registrar.put_assignment(machine, spec, action="refresh")
     return {"assignment": f"{machine}/{role}", **result.as_json()}
 
 
@@ -340,6 +341,22 @@ async def check_grant(request: Request) -> dict[str, Any]:
     return await services(request).read(
         lambda session: grant_verdict(AccessStore(session), principal, address)
     )
+
+
+# --- the audit trail ----------------------------------------------------------------------
+
+
+async def list_audit(request: Request) -> dict[str, Any]:
+    """Audit events, newest first, filtered and paged (ADR 0039)."""
+    require_scope(request, ADMIN_SCOPE)
+    wanted = audit_filter(request.query_params)
+    return await services(request).read(lambda session: audit_page(session, wanted))
+
+
+async def verify_audit(request: Request) -> dict[str, Any]:
+    """Every navigator's audit chain recomputed: whether a row was altered by hand."""
+    require_scope(request, ADMIN_SCOPE)
+    return await services(request).read(audit_verify)
 
 
 def _name(name: str, *, machine: bool = False) -> None:

@@ -22,6 +22,7 @@ from navigator.errors import (
 from navigator.grants import Caller
 from navigator.oauth import SCOPE_NEEDED
 from registry import RegistryError
+from registry.audit import ACTOR
 
 __all__ = ["handler", "read_body", "require_scope"]
 
@@ -39,9 +40,11 @@ class ScopeMissing(ToolNotGranted):
 
 
 def require_scope(request: Request, scope: str) -> Caller:
+    """The request's caller, holding ``scope``; the changes it makes are audited as its own."""
     caller = caller_from_scope(request.scope)
     if scope not in caller.scopes:
         raise ScopeMissing(scope)
+    ACTOR.set(caller.principal)
     return caller
 
 

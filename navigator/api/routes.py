@@ -8,6 +8,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from navigator.api import API_PREFIX, access, admin, nodes
+from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
 from navigator.errors import MethodNotAllowed, NotFound
@@ -37,6 +38,8 @@ ROUTES = [
     ("/grants", "POST", admin.add_grant, access.GrantBody),
     ("/grants/check", "GET", admin.check_grant, None),
     ("/grants/{grant}", "DELETE", admin.revoke_grant, None),
+    ("/audit", "GET", admin.list_audit, None),
+    ("/audit/verify", "GET", admin.verify_audit, None),
     ("/nodes/register", "POST", nodes.register_node, nodes.NodeRegistration),
     ("/nodes/{machine}/heartbeat", "POST", nodes.heartbeat, None),
     ("/nodes/{machine}/assignments/{role}", "PUT", nodes.update_assignment, nodes.AssignmentUpdate),
@@ -46,6 +49,7 @@ ROUTES = [
 QUERY_PARAMETERS = {
     ("/grants", "GET"): [("principal", False)],
     ("/grants/check", "GET"): [("principal", True), ("address", True)],
+    ("/audit", "GET"): [(name, False) for name in AUDIT_PARAMETERS],
 }
 
 

@@ -12,6 +12,7 @@ headers; nothing is loaded from outside the navigator.
     /console/assignments/{holder}/{role} an assignment's tools with their schemas
     /console/search?q=&within=&limit=   search, as the ``search`` walker tool answers
     /console/grants                     principals and grants (mesh:admin)
+    /console/activity?principal=&address=&action=&outcome=   recent audit events (ADR 0039)
     /console/events                     server-sent events: the mesh changed
     /console/sign-in, /console/sign-out POST
     /console/static/{name}              stylesheet, script, icon
@@ -50,6 +51,7 @@ def console_routes() -> list[BaseRoute]:
         (PREFIX + "/assignments/{holder}/{role}", pages.assignment, ["GET"]),
         (PREFIX + "/grants", pages.grants, ["GET"]),
         (PREFIX + "/search", pages.search, ["GET"]),
+        (PREFIX + "/activity", pages.activity, ["GET"]),
         (PREFIX + "/events", events.EventStreams().stream, ["GET"]),
         (PREFIX + "/static/{name}", serve_asset, ["GET"]),
         (PREFIX + "/{rest:path}", pages.not_found, None),

@@ -59,6 +59,8 @@ class Page:
     section: str | None = None
     #: The HTTP status of the answer (a page may show a refusal, e.g. a search's bad pattern).
     status: int = 200
+    #: Whether the page shows audit events: fetched again on new activity, not only changes.
+    activity: bool = False
 
 
 def join(parts: Iterable[Markup]) -> Markup:
@@ -145,7 +147,11 @@ def _brand() -> Markup:
 
 
 def _navigation(viewer: Caller, operator: bool, section: str | None) -> Markup:
-    entries = [("mesh", "/", "Mesh"), ("search", "/console/search", "Search")]
+    entries = [
+        ("mesh", "/", "Mesh"),
+        ("search", "/console/search", "Search"),
+        ("activity", "/console/activity", "Activity"),
+    ]
     if operator:
         entries.append(("grants", "/console/grants", "Grants"))
     links = join(
@@ -173,7 +179,7 @@ def document(page: Page, viewer: Caller, *, operator: bool) -> str:
         '<!doctype html><html lang="en">{}<body>'
         '<a class="skip" href="#main">Skip to content</a>'
         '<header class="banner">{}{}</header>'
-        '<main id="main" tabindex="-1" data-live="/console/events">{}</main>'
+        '<main id="main" tabindex="-1" data-live="/console/events"{}>{}</main>'
         '<footer class="footer"><p>meshnav console — the tools shown are the ones your grants '
         "let you call.</p></footer>"
         '<script src="{}" defer></script>'
@@ -182,6 +188,7 @@ def document(page: Page, viewer: Caller, *, operator: bool) -> str:
         _head(page.title),
         _brand(),
         _navigation(viewer, operator, page.section),
+        Markup(" data-activity") if page.activity else "",
         page.main,
         asset_url("console.js"),
     )

@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from navigator.bodies import is_printable
 from navigator.console import contracts, render
+from navigator.console.activity import activity_page, recent_activity, with_activity
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
 from navigator.console.session import authenticate_viewer, error_json, sign_in_page
@@ -33,6 +34,7 @@ from registry import AccessStore, RegistryError
 
 __all__ = [
     "FRAGMENT_HEADER",
+    "activity",
     "assignment",
     "grants",
     "home",
@@ -98,7 +100,9 @@ async def _assignment(request: Request, viewpoint: Viewpoint) -> Page:
         page=whole_number(page_text, most=99_999) or 0,
         tool=request.query_params.get("tool"),
     )
-    return contracts.assignment_page(view)
+    target = f"{view.holding.address}/*"
+    events = await recent_activity(request, viewpoint, target=target)
+    return with_activity(contracts.assignment_page(view), events, more={"address": target})
 
 
 async def _search(request: Request, viewpoint: Viewpoint) -> Page:
@@ -135,7 +139,11 @@ async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
         people = store.principals(limit=CONSOLE_ROWS)
         return render.GrantsListing(people, store.principal_count(), rows[:CONSOLE_ROWS], total)
 
-    return render.grants_page(await services(request).read(read), principal)
+    page = render.grants_page(await services(request).read(read), principal)
+    if principal is None:
+        return page
+    events = await recent_activity(request, viewpoint, principal=principal, target="*")
+    return with_activity(page, events, more={"principal": principal})
 
 
 async def _missing(request: Request, viewpoint: Viewpoint) -> Page:
@@ -160,6 +168,10 @@ async def search(request: Request) -> Response:
 
 async def grants(request: Request) -> Response:
     return await _answer(request, _grants)
+
+
+async def activity(request: Request) -> Response:
+    return await _answer(request, activity_page)
 
 
 async def not_found(request: Request) -> Response:

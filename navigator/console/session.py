@@ -159,7 +159,7 @@ async def _open_session(found: Services, token: str, replacing: str | None) -> s
     is not accepted or the registry cannot be read or written."""
     session_id = secrets.token_urlsafe(32)
     try:
-        credential = await found.authenticator.credential(token)
+        credential = await found.authenticator.credential(token, route="/console/sign-in")
         now = utcnow()
 
         def open_session(session: Session) -> None:

@@ -310,3 +310,59 @@ def test_an_operator_reads_retired_unknown_and_what_an_argument_accepts(
     page.goto(console_mesh.url + "/console/assignments/db1/sqlite")
     accepts = page.locator("main table", has=page.locator("th", has_text="Accepts")).first
     expect(accepts).to_contain_text('one of "inventory"')  # the database enum, as accepted
+
+
+def _call(url: str, token: str, address: str) -> None:
+    """One call through MCP, as an agent makes it (in a thread of its own: Playwright's loop
+    runs in this one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+
+    from tests.harness import mcp_client
+
+    async def call() -> None:
+        async with mcp_client(url, token) as client:
+            result = await client.call_tool_mcp("call", {"address": address, "args": {}})
+            assert not result.is_error, result
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(anyio.run, call).result(timeout=60)
+
+
+def test_activity_shows_calls_live_and_a_viewer_only_their_own(
+    console_mesh: ConsoleMesh, recorded: Recorded, browser: Browser
+) -> None:
+    harness = console_mesh.harness
+    name = f"viewer-{time.monotonic_ns()}"
+    viewer = harness.principal(name)
+    harness.grant(name, "db1/*/*")
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+    page.get_by_role("link", name="Activity").click()
+    expect(page.get_by_role("heading", level=1, name="Activity")).to_be_visible()
+    expect(page.locator("#live")).to_have_text("Live")
+    page.evaluate("window.meshnavTestMarker = 'still the same page'")
+
+    called = time.monotonic()
+    _call(console_mesh.url, viewer, "db1/sqlite/list_databases")
+    row = page.locator("tbody tr", has_text=name)
+    expect(row.first).to_be_visible(timeout=2000)
+    assert time.monotonic() - called < 2.5
+    expect(row.first).to_contain_text("db1/sqlite/list_databases")
+    expect(row.first).to_contain_text("ok")
+    assert page.evaluate("window.meshnavTestMarker") == "still the same page", "no reload"
+    _call(console_mesh.url, console_mesh.operator, "db1/sqlite/list_databases")
+    expect(page.locator("tbody tr", has_text="operator").first).to_be_visible(timeout=2000)
+
+    other = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        own = sign_in(other, console_mesh.url, viewer)
+        own.goto(console_mesh.url + "/console/activity?principal=operator")
+        expect(own.get_by_role("heading", level=1, name="Activity")).to_be_visible()
+        expect(own.locator("tbody tr", has_text=name).first).to_be_visible()
+        principals = own.locator('tbody td[data-label="Principal"]').all_inner_texts()
+        assert principals and set(principals) == {name}, "a viewer sees only their own"
+        _call(console_mesh.url, viewer, "db1/sqlite/list_databases")
+        expect(own.locator("tbody tr", has_text=name)).to_have_count(2, timeout=2000)
+    finally:
+        other.close()

@@ -176,6 +176,16 @@ def test_openapi_document_validates(mesh: MeshHarness) -> None:
     document = httpx.get(f"{mesh.navigator_url}/api/v1/openapi.json", headers=_admin(mesh)).json()
     validate(document)
     assert "/assignments" in document["paths"] and "/grants/check" in document["paths"]
+    audit = document["paths"]["/audit"]["get"]["parameters"]
+    assert {p["name"] for p in audit} == {
+        "principal",
+        "address",
+        "action",
+        "outcome",
+        "since",
+        "limit",
+        "before",
+    }
     check = document["paths"]["/grants/check"]["get"]["parameters"]
     assert {(p["name"], p["in"], p["required"]) for p in check} == {
         ("principal", "query", True),

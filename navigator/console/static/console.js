@@ -134,7 +134,18 @@
       say("live", "Live");
       soon(); // catch up with anything that changed while we were not listening
     });
-    source.addEventListener("change", soon);
+    // audit events alone change only the pages that show them (data-activity)
+    source.addEventListener("change", (event) => {
+      let kinds = [];
+      try {
+        kinds = JSON.parse(event.data).kinds || [];
+      } catch (error) {
+        kinds = [];
+      }
+      if (main.dataset.activity !== undefined || kinds.some((kind) => kind !== "activity")) {
+        soon();
+      }
+    });
     source.addEventListener("signed-out", () => {
       source.close();
       window.location.reload();
