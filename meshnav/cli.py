@@ -157,6 +157,7 @@ def _need(value: str | None, what: str) -> str:
 
 @navigator_app.command("serve")
 def navigator_serve(
+    ctx: typer.Context,
     listen: Annotated[str | None, typer.Option(envvar="MESHNAV_LISTEN")] = None,
     database: Annotated[
         str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")
@@ -242,7 +243,9 @@ def navigator_serve(
         "node_max_tools": node_max_tools,
         "retired_retention_days": retired_retention_days,
     }
-    run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
+    # what serves: ``meshnav.serve``'s, or the one a caller of the CLI passes in as its ``obj``
+    serve = ctx.obj or serve_navigator
+    run(serve({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
 
 @node_app.command("serve", cls=SeveralValues)

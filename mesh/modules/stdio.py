@@ -138,8 +138,11 @@ class StdioProvider(ProxyProvider):
                 await self.session.close()
 
 
-def build_stdio_module(name: str, command: str) -> FastMCP:
-    """The server of assignment ``name``: the MCP server ``command`` starts, proxied."""
+def build_stdio_module(
+    name: str, command: str, *, call_deadline_s: float = CALL_DEADLINE_S
+) -> FastMCP:
+    """The server of assignment ``name``: the MCP server ``command`` starts, proxied; a call it
+    has not answered within ``call_deadline_s`` is given up."""
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -151,7 +154,7 @@ def build_stdio_module(name: str, command: str) -> FastMCP:
     # a subprocess that cannot start is an error to the node's push, not an empty tool list
     server.provider_error_strategy = "raise"
     server.add_provider(StdioProvider(session))
-    server.add_middleware(CallDeadline(session, CALL_DEADLINE_S))
+    server.add_middleware(CallDeadline(session, call_deadline_s))
     return server
 
 
