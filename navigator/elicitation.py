@@ -15,6 +15,7 @@ import hmac
 import json
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -66,12 +67,13 @@ class _StateSigner:
     the state expires, as a call token's is (past 4,096 live nonces every redemption rebuilt a
     whole table, and two requests a nonce grew it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._key = secrets.token_bytes(32)
         self._used = SeenNonces()
+        self._clock = clock  # the wall clock, or a test's
 
     def sign(self, binding: str) -> str:
-        claims = {"n": secrets.token_urlsafe(12), "e": time.time() + LIMITS.confirm_ttl_s}
+        claims = {"n": secrets.token_urlsafe(12), "e": self._clock() + LIMITS.confirm_ttl_s}
         body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode()
         return f"{body}.{self._mac(body, binding)}"
 
@@ -84,7 +86,7 @@ class _StateSigner:
             nonce, expires = str(claims["n"]), float(claims["e"])
         except (ValueError, KeyError, TypeError):
             return False
-        return self._used.first(nonce, expires, time.time())
+        return self._used.first(nonce, expires, self._clock())
 
     def _mac(self, body: str, binding: str) -> str:
         # surrogatepass: a JWT's subject, which names the principal, may be any JSON string

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio.to_thread
@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
+from navigator.limits import LIMITS, Limits
 from navigator.nodes import NodeConnections
 from navigator.registrar import Registrar
 from navigator.service import Navigator
@@ -32,6 +33,7 @@ class Services:
     navigator: Navigator
     registrar: Registrar
     authenticator: Authenticator
+    limits: Limits = field(default=LIMITS)
 
     async def transact(self, work: Callable[[Session], T]) -> T:
         """Run ``work``, which may write, in one registry transaction, off the event loop."""
@@ -52,8 +54,18 @@ class Services:
         return await anyio.to_thread.run_sync(run)
 
     @classmethod
-    def create(cls, settings: NavigatorSettings) -> Services:
-        registry = Registry(settings.database_url)
+    def create(
+        cls,
+        settings: NavigatorSettings,
+        *,
+        limits: Limits = LIMITS,
+        registry: Registry | None = None,
+        navigator: Callable[..., Navigator] = Navigator,
+    ) -> Services:
+        """The parts ``settings`` make; a test passes its own ``limits``, ``registry`` (made for
+        ``settings.database_url``) or maker of the ``navigator`` (a ``Navigator`` with
+        collaborators of its own)."""
+        registry = registry or Registry(settings.database_url)
         catalog = Catalog(registry)
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
@@ -63,7 +75,7 @@ class Services:
             registry=registry,
             catalog=catalog,
             connections=connections,
-            navigator=Navigator(
+            navigator=navigator(
                 registry,
                 catalog,
                 connections,
@@ -78,6 +90,7 @@ class Services:
                 node_max_tools=settings.node_max_tools,
             ),
             authenticator=Authenticator(registry, jwt_verifier(settings)),
+            limits=limits,
         )
 
 

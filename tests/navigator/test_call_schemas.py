@@ -3,6 +3,7 @@ the event loop, however many calls of a new contract arrive together."""
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,10 @@ from navigator.errors import InvalidArguments, NodeUnavailable
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
 from navigator.server import running
+from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.validation import compile_schema_uncached
 from registry import AccessStore
 from tests.harness import loop_ticks_during
 
@@ -27,21 +30,17 @@ TOOL = {
 }
 
 
-async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import navigator.service as service
-
+async def test_calls_of_a_new_contract_arriving_together_compile_it_once(tmp_path: Path) -> None:
     compiled: list[float] = []
-    real = service.compile_schema_uncached
 
     def slow_compile(schema: Any) -> Any:
         compiled.append(time.monotonic())
         time.sleep(0.2)  # a schema at the bounds: a fraction of a second, in a worker thread
-        return real(schema)
+        return compile_schema_uncached(schema)
 
-    monkeypatch.setattr(service, "compile_schema_uncached", slow_compile)
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    settings = NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}")
+    compiling = functools.partial(Navigator, compile_schema=slow_compile)
+    services = Services.create(settings, navigator=compiling)
     async with running(services):
         spec = AssignmentSpec(role="words", module="tools-file", tools=[TOOL])
         await services.registrar.put_assignment("m1", spec)

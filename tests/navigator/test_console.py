@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,13 @@ from sqlalchemy import update
 from starlette.applications import Starlette
 
 from navigator.app import build_app
-from navigator.console import events, is_console_path, viewpoint
+from navigator.console import is_console_path
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.pages import CONSOLE_ROWS
 from navigator.console.render import GrantsListing, grants_page
 from navigator.console.session import COOKIE
 from navigator.grants import Caller
+from navigator.limits import LIMITS, Limits
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
@@ -87,12 +88,13 @@ class Console:
 
 
 @asynccontextmanager
-async def console_app(tmp_path: Path, **settings: Any) -> AsyncIterator[Console]:
+async def console_app(
+    tmp_path: Path, limits: Limits = LIMITS, **settings: Any
+) -> AsyncIterator[Console]:
     """The navigator's app, serving, with three principals and a small mesh; ``settings`` are
     the navigator's settings besides its registry."""
-    app = build_app(
-        NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
-    )
+    chosen = NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
+    app = build_app(chosen, services=Services.create(chosen, limits=limits))
     async with app.router.lifespan_context(app):
         services: Services = app.state.meshnav
         tokens = {name: mint_token() for name in ("alice", "nobody", "root")}
@@ -547,18 +549,17 @@ async def test_the_grants_page_shows_the_first_rows_and_counts_the_rest(tmp_path
     assert f"The first {CONSOLE_ROWS} of 602 grant rows" in rows
 
 
-async def test_a_listing_longer_than_the_console_reads_says_it_is_cut(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The console follows at most ``MAX_LISTING_PAGES`` pages of a ``seats`` listing: past
-    them, the mesh, a machine and an assignment were drawn as if that were all there is, with
-    the counts of what was read. Each page now says that it is cut, as the grants page does."""
-    monkeypatch.setattr(viewpoint, "MAX_LISTING_PAGES", 1)  # one page of 100 entries
+async def test_a_listing_longer_than_the_console_reads_says_it_is_cut(tmp_path: Path) -> None:
+    """The console follows at most ``Limits.console_listing_pages`` pages of a ``seats``
+    listing: past them, the mesh, a machine and an assignment were drawn as if that were all
+    there is, with the counts of what was read. Each page now says that it is cut, as the grants
+    page does."""
+    one_page = replace(LIMITS, console_listing_pages=1)  # one page of 100 entries
     many = [
         {"name": f"tool_{i:03d}", "description": "A tool.", "inputSchema": {"type": "object"}}
         for i in range(120)
     ]
-    async with console_app(tmp_path) as console:
+    async with console_app(tmp_path, one_page) as console:
         await console.register("db9", AssignmentSpec(role="big", module="big", tools=many))
         for i in range(100):
             await console.register(
@@ -839,13 +840,10 @@ async def test_events_stream_ends_once_the_token_is_revoked(tmp_path: Path) -> N
     assert b"event: change" not in body
 
 
-async def test_events_stream_says_when_the_viewers_grants_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_events_stream_says_when_the_viewers_grants_change(tmp_path: Path) -> None:
     """A grant taken from a viewer changes no catalogue, yet their page shows tools they may no
     longer call: their stream says so by the next keep-alive, as does an operator's (the grants
     page lists every row); a viewer whose rows stayed is told nothing."""
-    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
 
     async def until(messages: Any, end: bytes) -> bytes:
         body = b""
@@ -858,7 +856,8 @@ async def test_events_stream_says_when_the_viewers_grants_change(
         for row in store.grants("alice"):
             store.revoke_grant(row.id)
 
-    async with console_app(tmp_path) as console, AsyncExitStack() as stack:
+    often = replace(LIMITS, console_keepalive_s=0.2)
+    async with console_app(tmp_path, often) as console, AsyncExitStack() as stack:
         streams = {
             who: await stack.enter_async_context(open_events(console.app, console.tokens[who]))
             for who in ("alice", "root", "nobody")

@@ -222,17 +222,14 @@ async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Pa
             await call(again.value.extra["confirm"])
 
 
-def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten() -> None:
     """Redeemed nonces were pruned by rebuilding the whole table on every redemption once more
     than 4,096 were live: quadratic in the live nonces, which a client grows at two requests a
     nonce. They are forgotten in expiry order now; a state still redeems once, for any name."""
     from navigator import elicitation
 
     clock = [1_000_000.0]
-    monkeypatch.setattr(elicitation.time, "time", lambda: clock[0])
-    signer = elicitation._StateSigner()
+    signer = elicitation._StateSigner(clock=lambda: clock[0])
     states = [signer.sign(f"p{i}\nlone\ud800") for i in range(40_000)]
     started = time.monotonic()
     assert all(signer.redeem(s, f"p{i}\nlone\ud800") for i, s in enumerate(states))

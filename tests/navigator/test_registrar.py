@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from navigator.server import running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, CatalogStore, RegistryUnavailable
+from registry import AccessStore, CatalogStore, Registry, RegistryUnavailable
 from registry.catalog import CATALOG_WRITES_LOCK
 from tests.postgres_server import PostgresServer
 
@@ -193,29 +194,32 @@ def _nested_list(levels: int) -> list[object]:
     return nested
 
 
+class LosingRegistry(Registry):
+    """A registry whose next read, once ``lost`` is set, finds it gone."""
+
+    lost = False
+
+    def rows(self, statement: Any, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        if self.lost:
+            self.lost = False
+            raise RegistryUnavailable()
+        return super().rows(statement, params)
+
+
 async def test_a_change_that_committed_is_answered_as_made_though_its_read_back_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """The registry lost between the commit and this navigator's read of the change log: the
     registration answered ``registry_unavailable`` for a change it had made. It answers what it
     registered, and the follower applies the change from the log when the registry answers."""
-    import navigator.catalog
-
-    reads = navigator.catalog.short_read
-    lost = [True]
-
-    async def short_read(*args: Any) -> Any:
-        if lost[0]:
-            lost[0] = False
-            raise RegistryUnavailable()
-        return await reads(*args)
-
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
+    settings = NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}")
+    registry = LosingRegistry(settings.database_url)
+    services = Services.create(settings, registry=registry)
     async with running(services):
-        monkeypatch.setattr(navigator.catalog, "short_read", short_read)
+        registry.lost = True
         spec = AssignmentSpec(role="books", module="books", tools=TOOLS)
         result = await services.registrar.put_assignment("m1", spec)
-        assert not lost[0]  # the read back did fail
+        assert not registry.lost  # the read back did fail
         with anyio.fail_after(10):  # the follower's turn comes within a second
             while not (live := sorted(tool.address for tool in services.catalog.tools())):
                 await anyio.sleep(0.05)
