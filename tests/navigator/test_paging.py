@@ -21,12 +21,11 @@ from navigator.catalog import Catalog
 from navigator.errors import InvalidCursor
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.service import Navigator
 from navigator.services import Services
-from navigator.settings import NavigatorSettings
 from navigator.walk import authorised_contracts, walk
 from registry import AccessStore
+from tests.navigator.inprocess import navigator_at, walker_client
 
 ALICE = Caller("alice", frozenset())
 
@@ -59,16 +58,15 @@ class Mesh:
             return AccessStore(session).grant("alice", target, effect=effect).id
 
     def client(self) -> Client[Any]:
-        return Client(build_mcp(self.services, fixed_caller=ALICE))
+        return walker_client(self.services, ALICE)
 
 
 @asynccontextmanager
 async def mesh_at(tmp_path: Path, **navigator: Any) -> AsyncIterator[Mesh]:
     """A navigator in this task (its task group must open and close in one task); ``navigator``
     are collaborators of its ``Navigator``."""
-    settings = NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}", cursor_ttl_s=2.0)
-    services = Services.create(settings, navigator=functools.partial(Navigator, **navigator))
-    async with running(services):
+    maker = functools.partial(Navigator, **navigator)
+    async with navigator_at(tmp_path, navigator=maker, cursor_ttl_s=2.0) as services:
         found = Mesh(services)
         found.grant("*/*/*")
         await found.register("web1", "logs", _tools(20))
@@ -237,11 +235,9 @@ async def test_a_page_without_a_cursor_reads_no_authorised_contracts(tmp_path: P
 
 
 async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'r.db'}"
     cursors = []
     for _ in range(2):
-        services = Services.create(NavigatorSettings(database_url=url))
-        async with running(services):
+        async with navigator_at(tmp_path) as services:
             mesh = Mesh(services)
             if not cursors:
                 mesh.grant("*/*/*")
