@@ -7,7 +7,7 @@ group, which must open and close in one task, and a fixture's teardown runs in a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,25 @@ from navigator.server import build_mcp, running
 from navigator.service import Navigator
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
-from registry import Registry
+from registry import Registry, RegistryUnavailable
 
-__all__ = ["navigator_at", "walker_client"]
+__all__ = ["LosingRegistry", "navigator_at", "walker_client"]
+
+
+class LosingRegistry(Registry):
+    """A registry whose next ``lost`` reads, of those ``losing`` picks by their parameters (every
+    read unless set), find it gone: ``RegistryUnavailable``, as from a server lost for a while."""
+
+    lost = 0
+
+    def losing(self, params: Mapping[str, Any]) -> bool:
+        return True
+
+    def rows(self, statement: Any, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        if self.lost and self.losing(params):
+            self.lost -= 1
+            raise RegistryUnavailable()
+        return super().rows(statement, params)
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -32,8 +32,9 @@ from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, PrincipalRecord, RegistryUnavailable
+from registry import AccessStore, PrincipalRecord, Registry
 from registry.models import Machine
+from tests.navigator.inprocess import LosingRegistry
 
 HOSTILE = '<script>alert("x")</script>'
 QUERY_TOOL = {
@@ -89,12 +90,17 @@ class Console:
 
 @asynccontextmanager
 async def console_app(
-    tmp_path: Path, limits: Limits = LIMITS, **settings: Any
+    tmp_path: Path,
+    limits: Limits = LIMITS,
+    registry: Callable[[str], Registry] = Registry,
+    **settings: Any,
 ) -> AsyncIterator[Console]:
     """The navigator's app, serving, with three principals and a small mesh; ``settings`` are
-    the navigator's settings besides its registry."""
+    the navigator's settings besides its registry, ``limits`` and ``registry`` (made from its
+    URL) collaborators of its services."""
     chosen = NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
-    app = build_app(chosen, services=Services.create(chosen, limits=limits))
+    made = Services.create(chosen, limits=limits, registry=registry(chosen.database_url))
+    app = build_app(chosen, services=made)
     async with app.router.lifespan_context(app):
         services: Services = app.state.meshnav
         tokens = {name: mint_token() for name in ("alice", "nobody", "root")}
@@ -904,28 +910,26 @@ async def test_events_stream_says_when_a_machine_stops_answering(tmp_path: Path)
     assert b'"status"' in body
 
 
+class TokenReadsLost(LosingRegistry):
+    """The registry gone for the reads of a token's holder, the check of a viewer."""
+
+    def losing(self, params: Mapping[str, Any]) -> bool:
+        return "token_hash" in params
+
+
 async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """A viewer who cannot be checked because the registry is down is not signed out: the stream
     stays, and the change it could not announce is announced once the viewer is checked again."""
-    async with console_app(tmp_path) as console:
-        authenticator = console.services.authenticator
-        check = authenticator.holder_of
-        down = {"reads": 0}
-
-        def flaky(token_hash: str) -> Any:
-            if down["reads"]:
-                down["reads"] -= 1
-                raise RegistryUnavailable()
-            return check(token_hash)
-
+    async with console_app(tmp_path, registry=TokenReadsLost) as console:
+        registry = console.services.registry
+        assert isinstance(registry, TokenReadsLost)
         async with open_events(console.app, console.tokens["alice"]) as messages:
             with anyio.fail_after(15):
                 await messages.receive()
                 await messages.receive()
-                monkeypatch.setattr(authenticator, "holder_of", flaky)
-                down["reads"] = 1
+                registry.lost = 1
                 await console.register(
                     "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
                 )
@@ -933,7 +937,7 @@ async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
                 while b"event: change" not in body and b"signed-out" not in body:
                     body += (await messages.receive())["body"]
     assert b"signed-out" not in body
-    assert down["reads"] == 0  # the registry was down for one check, and the stream waited it out
+    assert registry.lost == 0  # the registry was down for one check, and the stream waited it out
 
 
 async def test_open_streams_are_bounded_per_viewer_and_given_back(tmp_path: Path) -> None:
