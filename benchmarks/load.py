@@ -200,7 +200,7 @@ async def main(options: argparse.Namespace) -> None:
             mesh.start_navigator()
             for machine in MACHINES:
                 mesh.start_node(machine, ["node", f"sqlite:{root / machine}"])
-            register_backend(mesh, admin, backend_url)
+            register_backend(mesh.navigator_url, admin, backend_url)
             navigator = psutil.Process(mesh.navigator.pid)  # type: ignore[union-attr]
             warm = Tally()
             await _agents(mesh.navigator_url, token, 4, 8, warm)  # every path opened once

@@ -14,19 +14,21 @@ import logging
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import httpx
 import uvicorn
 
+from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
+from mesh.lifecycle import Server, serve_until_stopped
 from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
+from mesh.modules.credentials import ModuleCredentials, check_credentials
 from mesh.server import Assignment, NodeApp
-from mesh.serving import Server, serve_until_stopped
 from mesh.settings import NodeSettings
 
 __all__ = ["NodeAgent", "serve_node"]
@@ -266,11 +268,21 @@ async def serve_node(
     specs: Sequence[ModuleSpec],
     seats: Sequence[tuple[str, ModuleSpec]] = (),
     server_socket: socket.socket | None = None,
+    credentials: Mapping[str, ModuleCredentials] | None = None,
 ) -> None:
     """Serve the modules and run the agent until cancelled; on ``server_socket`` when the caller
-    bound it already (the command line does, to report a port in use in one line)."""
+    bound it already (the command line does, to report a port in use in one line).
+    ``credentials``: each role's upstream credentials, read from the node's environment and
+    files at start (``read_credentials``)."""
+    credentials = credentials or {}
+    check_credentials(credentials, {spec.role: spec.module for spec in specs})
+    for role, given in credentials.items():  # where each secret came from, never its value
+        for source in given.sources:
+            logger.info("module %s: %s", role, source)
     options = ModuleOptions(
-        allow_privileged_role=settings.allow_privileged_role, libpq_secrets=take_libpq_secrets()
+        allow_privileged_role=settings.allow_privileged_role,
+        libpq_secrets=take_libpq_secrets(),
+        credentials=credentials,
     )
     assignments = [Assignment(spec, build_module(spec, options)) for spec in specs]
     assignments += [
@@ -287,9 +299,11 @@ async def serve_node(
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
+    tracing.configure("meshnav-node")  # on only with an OTLP endpoint set (ADR 0040)
     try:
         sockets = None if server_socket is None else [server_socket]
         await serve_until_stopped(Server(config, settings.connection_limits()), sockets, agent.run)
     finally:
         with anyio.CancelScope(shield=True):
             await agent.http.aclose()
+        tracing.stop()

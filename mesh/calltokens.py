@@ -1,11 +1,11 @@
 """Call tokens: the navigator signs each forwarded call; a node obeys only what it signed (§6).
 
-A token is ``base64url(claims) "." base64url(HMAC-SHA256(key, base64url(claims)))`` where the key is
-the machine's own, issued at registration. The claims name the principal, the address the agent
-called, the endpoint role and tool on this machine, the arguments' digest, a nonce, when it was
-signed and an expiry at most 30 s ahead. The node checks all of them and remembers nonces until
-they expire, so a token is good for exactly one call of exactly that tool with exactly those
-arguments.
+A token is ``base64url(claims) "." base64url(HMAC-SHA256(key, base64url(claims)))``
+(``mesh.signing``) where the key is the machine's own, issued at registration. The claims name
+the principal, the address the agent called, the endpoint role and tool on this machine, the
+arguments' digest, a nonce, when it was signed and an expiry at most 30 s ahead. The node checks
+all of them and remembers nonces until they expire, so a token is good for exactly one call of
+exactly that tool with exactly those arguments.
 
 Its memory of nonces is its process's: a node that restarts within a token's life cannot tell a
 token its previous run accepted from a new one, and the key outlives the process (the registry
@@ -18,29 +18,24 @@ sent again).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import heapq
 import hmac
-import json
 import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from mesh import signing
 from mesh.digests import arguments_digest
 from mesh.errors import CallTokenRejected, NotEnrolled, SignedBeforeStart
+from mesh.signing import SeenNonces
 
 __all__ = [
     "MAX_LIFETIME_S",
     "META_KEY",
     "CallClaims",
     "CallTokenVerifier",
-    "SeenNonces",
     "caller",
     "sign_call_token",
 ]
@@ -68,14 +63,6 @@ class CallClaims:
     expires: float
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def sign_call_token(
     key: bytes,
     *,
@@ -100,9 +87,7 @@ def sign_call_token(
         "i": issued,
         "e": issued + min(lifetime_s, MAX_LIFETIME_S),
     }
-    body = _b64(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode())
-    signature = hmac.new(key, body.encode("ascii"), hashlib.sha256).digest()
-    return f"{body}.{_b64(signature)}"
+    return signing.sign(key, claims)
 
 
 class CallTokenVerifier:
@@ -130,16 +115,8 @@ class CallTokenVerifier:
         key = self._key()
         if key is None:
             raise NotEnrolled()
-        if not isinstance(token, str) or token.count(".") != 1:
-            raise CallTokenRejected()
-        body, _, signature = token.partition(".")
-        expected = hmac.new(key, body.encode("ascii", "replace"), hashlib.sha256).digest()
-        try:
-            good = hmac.compare_digest(expected, _unb64(signature))
-            raw = json.loads(_unb64(body)) if good else None
-        except (binascii.Error, ValueError):
-            raise CallTokenRejected() from None
-        if not isinstance(raw, dict):
+        raw = signing.verify(key, token)
+        if raw is None:
             raise CallTokenRejected()
         try:
             claims = CallClaims(
@@ -156,7 +133,7 @@ class CallTokenVerifier:
         except (KeyError, TypeError, ValueError):
             raise CallTokenRejected() from None
         now = self._clock()
-        if not (now < claims.expires <= now + MAX_LIFETIME_S + SKEW_S):
+        if not signing.unexpired(claims.expires, now, MAX_LIFETIME_S + SKEW_S):
             raise CallTokenRejected()
         if (claims.machine, claims.role, claims.tool) != (self.machine, role, tool):
             raise CallTokenRejected()
@@ -176,30 +153,3 @@ class CallTokenVerifier:
         """Refuse a nonce seen before."""
         if not self._seen.first(nonce, expires, now):
             raise CallTokenRejected()
-
-
-class SeenNonces:
-    """Nonces seen, each until its token expires, and the same in expiry order: forgetting the
-    expired ones, oldest first, costs each check O(log n) however many tokens are live. Thread-
-    safe (a node checks tokens from its modules' worker threads too)."""
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._expiries: list[tuple[float, str]] = []
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-    def first(self, nonce: str, expires: float, now: float) -> bool:
-        """Whether ``nonce`` is new and its token unexpired (then it is kept until ``expires``);
-        the expired ones are forgotten."""
-        with self._lock:
-            expiries = self._expiries
-            while expiries and expiries[0][0] <= now:
-                self._seen.discard(heapq.heappop(expiries)[1])
-            if expires <= now or nonce in self._seen:
-                return False
-            self._seen.add(nonce)
-            heapq.heappush(expiries, (expires, nonce))
-            return True

@@ -73,7 +73,7 @@ class ConnectionLimits:
 
 
 class Held(Protocol):
-    """A connection as the book sees it (``mesh.serving``'s protocol)."""
+    """A connection as the book sees it (``mesh.lifecycle``'s protocol)."""
 
     loop: asyncio.AbstractEventLoop
 

@@ -29,6 +29,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from starlette.applications import Starlette
 
+from mesh import tracing
 from mesh.calltokens import META_KEY, CallTokenVerifier, caller
 from mesh.errors import CallTokenRejected, NotEnrolled
 from mesh.methods import UnknownMethods
@@ -93,12 +94,27 @@ class CallTokenMiddleware(Middleware):
                 token, role=self.role, tool=params.name, arguments=params.arguments or {}
             )
         except (CallTokenRejected, NotEnrolled) as error:
+            # a root span: a trace context the navigator did not sign for is not continued
+            with tracing.span("module call", kind="server", role=self.role) as refused:
+                tracing.failed(refused, error.code)
             return _refusal(error)
         calling = caller.set(claims.principal)
-        try:
-            return await call_next(context)
-        finally:
-            caller.reset(calling)
+        # the navigator's node-hop span's context, under the token that vouches for the call
+        with tracing.span(
+            "module call",
+            parent=meta if isinstance(meta, dict) else None,
+            kind="server",
+            role=self.role,
+            tool=params.name,
+            principal=claims.principal,
+        ) as module:
+            try:
+                result = await call_next(context)
+            finally:
+                caller.reset(calling)
+            if result.meta and result.meta.get("meshnav/error"):
+                tracing.failed(module, str(result.meta["meshnav/error"]))
+            return result
 
     # -- what no call token covers: listed as nothing, refused when asked for ------------------
 

@@ -16,6 +16,7 @@ from navigator.api.access import (
     GRANT_ID_MOST,
     GrantBody,
     PrincipalBody,
+    QuotaBody,
     RotateBody,
     checked_principal,
     expiry,
@@ -33,9 +34,11 @@ from navigator.errors import (
 )
 from navigator.tokens import hash_token, mint_token
 from registry import (
+    UNLIMITED,
     AccessStore,
     CatalogStore,
     GrantRecord,
+    Quota,
     Registry,
     RegistryError,
     ready_revision,
@@ -91,9 +94,20 @@ class Access:
     # --- principals ------------------------------------------------------------------------
 
     async def add_principal(
-        self, name: str, scopes: list[str], machine: str | None, expires_days: float | None
+        self,
+        name: str,
+        scopes: list[str],
+        machine: str | None,
+        expires_days: float | None,
+        quota: Quota = UNLIMITED,
     ) -> dict[str, Any]:
-        body = {"name": name, "scopes": scopes, "machine": machine, "expiresDays": expires_days}
+        body = {
+            "name": name,
+            "scopes": scopes,
+            "machine": machine,
+            "expiresDays": expires_days,
+            **quota.as_json(),
+        }
         if self.navigator_url:
             return dict(await self._api("POST", "/principals", body))
         fields = _fields(PrincipalBody, body, checked_principal)
@@ -105,6 +119,7 @@ class Access:
                 token_hash=hash_token(token),
                 machine=fields.machine,
                 expires_at=expiry(fields.expires_days),
+                quota=fields.quota(),
             )
         )
         return {"principal": record.as_json(), "token": token}
@@ -126,6 +141,14 @@ class Access:
             )
         )
         return {"principal": record.as_json(), "token": token}
+
+    async def set_quota(self, name: str, quota: Quota) -> dict[str, Any]:
+        """Replace a principal's quota (``PUT /api/v1/principals/NAME/quota``)."""
+        body = quota.as_json()
+        if self.navigator_url:
+            return dict(await self._api("PUT", f"/principals/{_named(name)}/quota", body))
+        fields = _fields(QuotaBody, body)
+        return self._direct(lambda store: store.set_quota(name, fields.quota())).as_json()
 
     async def revoke_principal(self, name: str) -> None:
         if self.navigator_url:

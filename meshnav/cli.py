@@ -115,6 +115,27 @@ DatabaseOpt = Annotated[
     str, typer.Option("--database", envvar="MESHNAV_DATABASE_URL", help="Registry URL.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _per_minute(text: str | None) -> int | None:
+    """A rate as an operator writes it — ``600/min``, ``10/s`` or ``600`` (a minute's) — in calls
+    per minute (ADR 0041)."""
+    if text is None:
+        return None
+    count, _, unit = text.strip().partition("/")
+    seconds = {"": 60, "min": 60, "m": 60, "s": 1, "sec": 1}.get(unit.strip().lower())
+    if not count.strip().isdigit() or seconds is None or int(count) < 1:
+        raise typer.BadParameter("a rate is calls per minute or second: e.g. 600/min or 10/s")
+    return int(count) * (60 // seconds)
+
+
+RateOpt = Annotated[
+    str | None,
+    typer.Option("--rate", help="Calls per minute it may make, e.g. 600/min or 10/s (no limit)."),
+]
+ConcurrencyOpt = Annotated[
+    int | None, typer.Option("--concurrency", min=1, help="Calls it may make at once (no limit).")
+]
 ForceOpt = Annotated[
     bool,
     typer.Option(
@@ -227,6 +248,32 @@ def navigator_serve(
             help="Days a retired assignment is kept before it is pruned (7).",
         ),
     ] = None,
+    node_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NODE_CONCURRENCY",
+            min=1,
+            max=4096,
+            help="Calls sent to one node at once; more wait their turn or are rate_limited (64).",
+        ),
+    ] = None,
+    navigators: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_NAVIGATORS",
+            min=1,
+            max=64,
+            help="Navigators sharing the registry: each holds its share of every quota (1).",
+        ),
+    ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            "--public-url",
+            envvar="MESHNAV_PUBLIC_URL",
+            help="External base URL (https://nav.example.com): the OAuth resource is its /mcp.",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -242,6 +289,9 @@ def navigator_serve(
         "node_max_assignments": node_max_assignments,
         "node_max_tools": node_max_tools,
         "retired_retention_days": retired_retention_days,
+        "node_concurrency": node_concurrency,
+        "navigators": navigators,
+        "public_url": public_url,
     }
     # what serves: ``meshnav.serve``'s, or the one a caller of the CLI passes in as its ``obj``
     serve = ctx.obj or serve_navigator
@@ -256,7 +306,33 @@ def node_serve(
     module: Annotated[
         list[str],
         typer.Option(
-            "--module", help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND"
+            "--module",
+            help="node | sqlite:PATH[,PATH] | postgres:DSN | stdio:NAME=COMMAND | http:NAME=URL",
+        ),
+    ] = [],  # noqa: B006
+    module_header: Annotated[
+        list[str],
+        typer.Option(
+            "--module-header",
+            help="ROLE:NAME=VALUE, a header for an http module; ${VAR} from the node's "
+            "environment, @FILE for a file's contents.",
+        ),
+    ] = [],  # noqa: B006
+    module_env: Annotated[
+        list[str],
+        typer.Option(
+            "--module-env", help="ROLE:NAME or ROLE:NAME=${VAR}: a variable for a stdio module."
+        ),
+    ] = [],  # noqa: B006
+    module_env_file: Annotated[
+        list[str],
+        typer.Option("--module-env-file", help="ROLE:PATH: NAME=VALUE lines for a stdio module."),
+    ] = [],  # noqa: B006
+    module_oauth: Annotated[
+        list[str],
+        typer.Option(
+            "--module-oauth",
+            help="ROLE:TOKEN_URL,CLIENT_ID,@SECRET_FILE[,SCOPE]: an http module's OAuth client.",
         ),
     ] = [],  # noqa: B006
     seat: Annotated[list[str], typer.Option("--seat", help="SEAT=SPEC: serve a mesh seat.")] = [],  # noqa: B006
@@ -284,6 +360,7 @@ def node_serve(
 
     from mesh.agent import keep_secrets_from_children, serve_node
     from mesh.modules import parse_module_spec
+    from mesh.modules.credentials import read_credentials
     from mesh.settings import NodeSettings
     from meshnav.serve import listening_socket, mesh_failure, settings_error
 
@@ -298,6 +375,12 @@ def node_serve(
     async def work() -> None:
         try:
             specs = [parse_module_spec(text) for text in module]
+            credentials = read_credentials(
+                headers=module_header,
+                environment=module_env,
+                env_files=module_env_file,
+                oauth=module_oauth,
+            )
             seats = []
             for text in seat:
                 seat_name, _, spec_text = text.partition("=")
@@ -326,7 +409,7 @@ def node_serve(
             raise settings_error(error) from None
         with listening_socket(settings.host, settings.port) as server_socket:
             try:
-                await serve_node(settings, specs, seats, server_socket)
+                await serve_node(settings, specs, seats, server_socket, credentials)
             except BaseException as error:
                 failure = mesh_failure(error)
                 if failure is None:
@@ -409,21 +492,54 @@ def principal_add(
         str | None, typer.Option(help="Bind a node principal to this machine.")
     ] = None,
     expires: Annotated[float | None, typer.Option(help="Days until the token expires.")] = None,
+    rate: RateOpt = None,
+    concurrency: ConcurrencyOpt = None,
     navigator: NavigatorOpt = None,
     token: TokenOpt = None,
     database: DatabaseOpt = DEFAULT_DATABASE,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a principal; its token is printed once and only its hash is kept."""
+    from registry import Quota
+
     scopes = [s for text in scopes for s in text.replace(",", " ").split()]
+    quota = Quota(_per_minute(rate), concurrency)
     made = run(
-        _access(navigator, token, database).add_principal(name, scopes, machine, expires), as_json
+        _access(navigator, token, database).add_principal(name, scopes, machine, expires, quota),
+        as_json,
     )
     if as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
         console.print(f"principal {name} added; its token (shown once):", markup=False)
         sys.stdout.write(made["token"] + "\n")
+
+
+@principal_app.command("quota")
+def principal_quota(
+    name: str,
+    rate: RateOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    navigator: NavigatorOpt = None,
+    token: TokenOpt = None,
+    database: DatabaseOpt = DEFAULT_DATABASE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set a principal's quota: what is not given is no limit. Every navigator holds it to the
+    quota from its next request; a call over it is rate_limited."""
+    from registry import Quota
+
+    quota = Quota(_per_minute(rate), concurrency)
+    row = run(_access(navigator, token, database).set_quota(name, quota), as_json)
+    if as_json:
+        emit(row, True)
+        return
+    said = ", ".join(
+        f"{value} {unit}"
+        for value, unit in ((row["ratePerMinute"], "calls/min"), (row["concurrency"], "at once"))
+        if value is not None
+    )
+    console.print(f"principal {name}: {said or 'no limit'}", markup=False, highlight=False)
 
 
 @principal_app.command("list")

@@ -24,7 +24,7 @@ import uvicorn
 from rich.console import Console
 
 from mesh.errors import ServeFailed
-from mesh.serving import Server, serve_until_stopped
+from mesh.lifecycle import Server, serve_until_stopped
 from mesh.settings import join_listen, split_listen
 from meshnav.errors import CommandError
 from meshnav.serve import listening_socket

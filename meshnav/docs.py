@@ -44,6 +44,7 @@ ERRORS = {
         "node_unavailable",
         "node_timeout",
         "node_answer_too_large",
+        "rate_limited",
         "registry_unavailable",
     ],
 }
@@ -127,7 +128,8 @@ def walker_reference() -> str:
         "`invalid_arguments` carries `pointer` (the member at fault) and `keyword`;",
         "`unknown_tool` and `tool_not_granted` carry `suggestions` (near addresses the caller may",
         "call); `invalid_address` carries `holders` for a collapsed `*/ROLE/TOOL` and",
-        "`suggestions` for an address in the wrong case (ADR 0035).",
+        "`suggestions` for an address in the wrong case (ADR 0035); `rate_limited` carries",
+        "`retryAfterS`, the whole seconds until the call may be made again (ADR 0041).",
         "",
     ]
     for name, (_, spec) in WALKER_TOOLS.items():

@@ -130,18 +130,33 @@ PRINCIPAL_STYLE = {"active": "green", "expired": "yellow", "revoked": "red"}
 def principals_table(rows: list[dict[str, Any]]) -> Table:
     """Principals as ``principal list`` gives them: never a token, only what it may do."""
     table = Table(title="principals")
-    for column in ("name", "scopes", "machine", "expires", "status"):
+    quotas = [_quota(row) for row in rows]
+    shown = ["name", "scopes", "machine", "expires", "status"]
+    if any(quotas):  # a column only where some principal has a quota (ADR 0041)
+        shown.insert(4, "quota")
+    for column in shown:
         table.add_column(column, no_wrap=column == "name")
-    for row in rows:
+    for row, quota in zip(rows, quotas, strict=True):
         status = row.get("status") or ("revoked" if row.get("revoked") else "active")
-        table.add_row(
+        cells = [
             Text(row["name"]),
             Text(" ".join(row["scopes"])),
             Text(row.get("machine") or "—"),
             Text(row.get("expiresAt") or "never"),
             Text(status, style=PRINCIPAL_STYLE.get(status, "")),
-        )
+        ]
+        if "quota" in shown:
+            cells.insert(4, Text(quota or "—"))
+        table.add_row(*cells)
     return table
+
+
+def _quota(row: dict[str, Any]) -> str:
+    """A principal's quota as ``principal add`` takes it, e.g. ``600/min, 8 at once``."""
+    rate, at_once = row.get("ratePerMinute"), row.get("concurrency")
+    said = [f"{rate}/min"] if rate is not None else []
+    said += [f"{at_once} at once"] if at_once is not None else []
+    return ", ".join(said)
 
 
 def registration_view(answer: dict[str, Any]) -> RenderableType:

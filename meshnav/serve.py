@@ -96,7 +96,7 @@ async def serve_navigator(
     import uvicorn
 
     from mesh.errors import ServeFailed
-    from mesh.serving import Server, serve_until_stopped
+    from mesh.lifecycle import Server, serve_until_stopped
     from navigator.app import build_app
     from registry import RegistryError, migrate
 

@@ -28,6 +28,7 @@ from navigator.api.routes import api_routes, no_route
 from navigator.auth import AuthenticationMiddleware
 from navigator.console import console_routes, is_console_path
 from navigator.metrics import METRICS
+from navigator.oauth import METADATA_PATHS, Challenges, ResourceServer, metadata_routes
 from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.sessions import SessionBook
@@ -40,7 +41,9 @@ __all__ = ["NavigatorApp", "build_app"]
 
 logger = logging.getLogger("meshnav.navigator")
 
-PUBLIC_PATHS = ("/healthz", "/readyz", "/metrics")
+#: Answered to anyone by any name: probes, and the OAuth metadata clients read before they hold a
+#: credential (ADR 0037).
+PUBLIC_PATHS = ("/healthz", "/readyz", "/metrics", *METADATA_PATHS)
 MCP_PATH = "/mcp"
 
 
@@ -53,7 +56,7 @@ class NavigatorApp(Starlette):
     def __init__(self, *, mcp: ASGIApp, stopping: Stopping, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mcp = mcp
-        #: Its drain, for the server that runs it (``mesh.serving.Server``).
+        #: Its drain, for the server that runs it (``mesh.lifecycle.Server``).
         self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -210,8 +213,8 @@ def build_app(
         json_response=False,
         stateless_http=False,
         host_origin_protection="auto",
-        allowed_hosts=settings.allowed_hosts or None,
-        allowed_origins=settings.allowed_origins or None,
+        allowed_hosts=settings.hosts_allowed() or None,
+        allowed_origins=settings.origins_allowed() or None,
     )
     _remember_host_origin(mcp_app)
     mcp_app.user_middleware.append(Middleware(PlainRefusals))
@@ -251,13 +254,15 @@ def build_app(
             answers_in_band=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
         )
 
+    resource_server = ResourceServer.of(settings)
     app = NavigatorApp(
-        mcp=guard(sessions),  # type: ignore[arg-type]
+        mcp=Challenges(guard(sessions), resource_server),  # type: ignore[arg-type]
         stopping=stopping,
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics),
+            *metadata_routes(resource_server),
             Mount(API_PREFIX, routes=api_routes()),
             *console_routes(),
             Mount("/", app=mcp_app),
@@ -269,12 +274,13 @@ def build_app(
     def hosts_checked(inner: ASGIApp) -> ASGIApp:
         """``/mcp``'s Host/Origin rule for every other path, before anything is authenticated:
         the console, the admin and the node API. Health and metrics answer probes, which name
-        the navigator by any address, without it (ADR 0033)."""
+        the navigator by any address, without it (ADR 0033); so does the OAuth metadata, which
+        holds nothing a rebinding page could learn (ADR 0037)."""
         checked = RememberedHostOrigin(
             inner,
             mode="auto",
-            allowed_hosts=settings.allowed_hosts or None,
-            allowed_origins=settings.allowed_origins or None,
+            allowed_hosts=settings.hosts_allowed() or None,
+            allowed_origins=settings.origins_allowed() or None,
         )
 
         async def either(scope: Scope, receive: Receive, send: Send) -> None:
@@ -287,5 +293,6 @@ def build_app(
 
     app.state.meshnav = services
     app.add_middleware(guard)  # type: ignore[arg-type]
-    app.add_middleware(hosts_checked)  # type: ignore[arg-type]  # outermost
+    app.add_middleware(hosts_checked)  # type: ignore[arg-type]
+    app.add_middleware(Challenges, server=resource_server)  # type: ignore[arg-type]  # outermost
     return app

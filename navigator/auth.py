@@ -34,7 +34,7 @@ from navigator.limits import LIMITS
 from navigator.reads import short_read
 from navigator.settings import NavigatorSettings
 from navigator.tokens import TOKEN_PREFIX, hash_token
-from registry import Registry, RegistryError, read_token_holder
+from registry import Registry, RegistryError, read_subject_snapshot, read_token_holder
 
 __all__ = [
     "AuthenticationMiddleware",
@@ -59,9 +59,12 @@ class Authenticator:
     principal and its scopes the caller's scopes.
     """
 
-    def __init__(self, registry: Registry, jwt: TokenVerifier | None = None) -> None:
+    def __init__(
+        self, registry: Registry, jwt: TokenVerifier | None = None, principal_claim: str = "sub"
+    ) -> None:
         self.registry = registry
         self.jwt = jwt
+        self.principal_claim = principal_claim
 
     def authenticate(self, token: str | None) -> Caller:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
@@ -75,7 +78,15 @@ class Authenticator:
         holder = read_token_holder(self.registry, token_hash, limit=LIMITS.grant_rows)
         if holder is None or not holder.is_active(datetime.now(UTC)):
             raise Unauthenticated()
-        return Caller(holder.name, frozenset(holder.scopes), holder.grants)
+        return Caller(holder.name, frozenset(holder.scopes), holder.grants, quota=holder.quota)
+
+    def subject(self, principal: str, scopes: frozenset[str]) -> Caller:
+        """A JWT's subject with its grants, read now (blocking): none apply, not even a ``*``
+        row's, unless a principal of that name is registered and not revoked (ADR 0037)."""
+        grants = read_subject_snapshot(self.registry, principal, scopes, limit=LIMITS.grant_rows)
+        if grants is None:  # more rows than a snapshot holds: fail closed, as for stored tokens
+            raise RegistryUnavailable()
+        return Caller(principal, scopes, grants)
 
     async def verify(self, token: str | None) -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
@@ -88,13 +99,15 @@ class Authenticator:
         expiry (what a console session is bound to)."""
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
             access = await self.jwt.verify_token(token)
-            subject = None if access is None else (access.claims or {}).get("sub")
+            subject = None if access is None else (access.claims or {}).get(self.principal_claim)
             if access is None or not isinstance(subject, str) or not subject:
                 raise Unauthenticated()
             if access.expires_at is None:  # a credential that never expires is not accepted
                 raise Unauthenticated()
             expires_at = datetime.fromtimestamp(access.expires_at, UTC)
-            return Credential(Caller(subject, frozenset(access.scopes)), expires_at=expires_at)
+            scopes = frozenset(access.scopes)
+            caller = await short_read(self.registry, self.subject, subject, scopes)
+            return Credential(caller, expires_at=expires_at)
         if not token or not token.startswith(TOKEN_PREFIX):
             raise Unauthenticated()
         token_hash = hash_token(token)
@@ -120,7 +133,8 @@ def jwt_verifier(settings: NavigatorSettings) -> TokenVerifier | None:
         public_key=settings.jwt_public_key,
         jwks_uri=settings.jwt_jwks_uri,
         issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
+        # RFC 8707: only a token minted for this navigator (its ``aud`` holds one of these)
+        audience=settings.jwt_audiences(),
         algorithm=settings.jwt_algorithm,
     )
 
@@ -198,7 +212,7 @@ class AuthenticationMiddleware:
         try:
             caller = await self.authenticator.verify(token)
         except NavigatorError as error:
-            await send_error(send, error, ((b"www-authenticate", b'Bearer realm="meshnav"'),))
+            await send_error(send, error)  # its challenge: ``navigator.oauth.Challenges``
             return
         except RegistryError as error:
             if not self.answers_in_band(scope["path"]):

@@ -19,6 +19,7 @@ from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
+from mesh import tracing
 from navigator.answers import error_answer
 from navigator.auth import caller_from_scope
 from navigator.errors import (
@@ -92,37 +93,54 @@ class CallerMiddleware(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        started = time.perf_counter()
         name = context.message.name
         tool = name if name in self.walker_names else "unknown"
+        # the MCP request's span (ADR 0040): a new trace, whatever the caller's _meta carries
+        with tracing.span(
+            f"tools/call {tool}", kind="server", method="tools/call", tool=tool
+        ) as request:
+            result, code = await self._answer(context, call_next, tool)
+            if code != "ok":
+                tracing.failed(request, code)
+            return result
+
+    async def _answer(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+        tool: str,
+    ) -> tuple[ToolResult, str]:
+        started = time.perf_counter()
         code = "ok"
         try:
             refusal = self.stopping.refusal() if self.stopping is not None else None
             if refusal is not None:
                 raise refusal
-            if name not in self.walker_names:
+            if tool == "unknown":
                 raise UnknownTool("The navigator offers only seats, search, describe and call.")
             if not isinstance(context.message.arguments or {}, dict):
                 raise InvalidArguments(_NOT_AN_OBJECT, extra={"pointer": "", "keyword": "type"})
-            token = _caller.set(await resolve_caller(self.source))
+            caller = await resolve_caller(self.source)
+            tracing.annotate(principal=caller.principal)
+            token = _caller.set(caller)
             try:
                 result = await call_next(context)
             finally:
                 _caller.reset(token)
             if result.is_error and isinstance(result.meta, dict):
                 code = str(result.meta.get("meshnav/error", "node_error"))
-            return result
+            return result, code
         except NavigatorError as error:
             code = error.code
-            return error_answer(error)
+            return error_answer(error), code
         except RegistryError as error:
             translated = from_registry(error)
             code = translated.code
-            return error_answer(translated)
+            return error_answer(translated), code
         except Exception as error:  # FastMCP's own failures echo their input: never pass them on
             code = "internal_error"
             logger.error("walker tool %s failed: %s", tool, type(error).__name__)
-            return error_answer(NavigatorError())
+            return error_answer(NavigatorError()), code
         finally:
             elapsed = time.perf_counter() - started
             METRICS.observe_tool(tool, code, elapsed)

@@ -2,19 +2,15 @@
 
 A cursor carries a page offset, the time its listing started, and a digest of everything the
 listing depends on — principal and scopes, the request's own arguments, the catalogue revision, the
-grant revision and the grant rows observed. It is signed with HMAC-SHA256 under a key made at start
-and held only in memory, so a restart invalidates every cursor. Opening a cursor recomputes the
-binding from the present state: any difference, any tampering, or an age past the lifetime (counted
-from the first page; later pages do not renew it) is ``invalid_cursor``.
+grant revision and the grant rows observed. It is signed (``mesh.signing``: HMAC-SHA256) under a
+key made at start and held only in memory, so a restart invalidates every cursor. Opening a cursor
+recomputes the binding from the present state: any difference, any tampering, or an age past the
+lifetime (counted from the first page; later pages do not renew it) is ``invalid_cursor``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import hmac
-import json
 import secrets
 import time
 from collections import OrderedDict
@@ -22,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from mesh import signing
 from mesh.digests import digest
 from navigator.errors import InvalidCursor
 
@@ -37,14 +34,6 @@ class CursorPosition:
     started: float
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 class CursorSigner:
     def __init__(self, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
         self._key = secrets.token_bytes(32)
@@ -53,36 +42,24 @@ class CursorSigner:
 
     def issue(self, binding: dict[str, Any], position: CursorPosition) -> str:
         payload = {"b": digest(binding), "o": position.offset, "t": position.started}
-        body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-        return f"{body}.{self._sign(body)}"
+        return signing.sign(self._key, payload)
 
     def open(self, cursor: object, binding: dict[str, Any]) -> CursorPosition:
-        if (
-            not isinstance(cursor, str)
-            or len(cursor) > MAX_CURSOR_CHARS
-            or not cursor.isascii()  # ours are base64url; compare_digest takes ASCII only
-            or cursor.count(".") != 1
-        ):
-            raise InvalidCursor()
-        body, _, signature = cursor.partition(".")
-        if not hmac.compare_digest(self._sign(body), signature):
+        payload = signing.verify(self._key, cursor, max_chars=MAX_CURSOR_CHARS)
+        if payload is None:
             raise InvalidCursor()
         try:
-            payload = json.loads(_unb64(body))
             offset, started, bound = int(payload["o"]), float(payload["t"]), str(payload["b"])
-        except (binascii.Error, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             raise InvalidCursor() from None
         if offset < 0 or not hmac.compare_digest(bound, digest(binding)):
             raise InvalidCursor()
-        if not (started <= self._clock() < started + self.ttl_s):
+        if not signing.unexpired(started + self.ttl_s, self._clock(), self.ttl_s):
             raise InvalidCursor()
         return CursorPosition(offset=offset, started=started)
 
     def start(self) -> CursorPosition:
         return CursorPosition(offset=0, started=self._clock())
-
-    def _sign(self, body: str) -> str:
-        return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest())
 
 
 class Listings(Generic[V]):

@@ -9,10 +9,6 @@ with the answer and the state (SEP-2322). The state's key lives in memory only.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import secrets
 import time
 from collections.abc import Callable
@@ -25,7 +21,8 @@ from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, create_model
 
-from mesh.calltokens import SeenNonces
+from mesh import signing
+from mesh.signing import SeenNonces
 from navigator.confirmation import Elicitor, Question
 from navigator.limits import LIMITS
 
@@ -63,9 +60,10 @@ class InputNeeded(Exception):
 
 
 class _StateSigner:
-    """Signs a request state bound to its call, and redeems each one once: its nonce is kept until
-    the state expires, as a call token's is (past 4,096 live nonces every redemption rebuilt a
-    whole table, and two requests a nonce grew it)."""
+    """Signs a request state bound to its call (``mesh.signing``, the call's binding its
+    context), and redeems each one once: its nonce is kept until the state expires, as a call
+    token's is (past 4,096 live nonces every redemption rebuilt a whole table, and two requests a
+    nonce grew it)."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._key = secrets.token_bytes(32)
@@ -74,24 +72,17 @@ class _StateSigner:
 
     def sign(self, binding: str) -> str:
         claims = {"n": secrets.token_urlsafe(12), "e": self._clock() + LIMITS.confirm_ttl_s}
-        body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode()
-        return f"{body}.{self._mac(body, binding)}"
+        return signing.sign(self._key, claims, context=binding)
 
     def redeem(self, state: str, binding: str) -> bool:
-        body, _, mac = state.partition(".")
-        if not hmac.compare_digest(self._mac(body, binding), mac):
+        claims = signing.verify(self._key, state, context=binding)
+        if claims is None:
             return False
         try:
-            claims = json.loads(base64.urlsafe_b64decode(body))
             nonce, expires = str(claims["n"]), float(claims["e"])
         except (ValueError, KeyError, TypeError):
             return False
         return self._used.first(nonce, expires, self._clock())
-
-    def _mac(self, body: str, binding: str) -> str:
-        # surrogatepass: a JWT's subject, which names the principal, may be any JSON string
-        message = f"{body}\n{binding}".encode("utf-8", "surrogatepass")
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
 
 _SIGNER = _StateSigner()

@@ -10,7 +10,7 @@
     ├── ToolGrantsChanged               tool_grants_changed          409
     ├── ToolSchemaTooLarge              tool_schema_too_large        413
     ├── ConfirmationRequired            confirmation_required        428
-    ├── RateLimited                     rate_limited                 429
+    ├── RateLimited                     rate_limited                 429  (ADRs 0030, 0041)
     ├── NodeAnswerTooLarge              node_answer_too_large        502
     ├── NodeUnavailable                 node_unavailable             503
     ├── ToolValidationUnavailable       tool_validation_unavailable  503
@@ -132,11 +132,12 @@ class ConfirmationRequired(NavigatorError):
 
 
 class RateLimited(NavigatorError):
-    """Past a bound of the caller's own; ``retryAfterS`` says when to try again."""
+    """Past a bound of the caller's own — its quota, its node's calls in flight (ADR 0041), its
+    legacy sessions (ADR 0030): not done, and ``retryAfterS`` says when one may be."""
 
     code = "rate_limited"
     status = 429
-    default_message = "The caller is past one of its limits; try again later."
+    default_message = "Too many calls: call again after retryAfterS seconds."
 
     def __init__(self, message: str | None = None, *, retry_after_s: int) -> None:
         super().__init__(message, extra={"retryAfterS": retry_after_s})

@@ -20,7 +20,7 @@ from typing import Any
 
 from navigator.addresses import Pattern, parse_pattern, parse_tool_address
 from navigator.errors import InvalidAddress, RegistryUnavailable
-from registry import GrantRecord, GrantSnapshot
+from registry import UNLIMITED, GrantRecord, GrantSnapshot, Quota
 
 __all__ = ["Caller", "Decision", "Permissions", "compile_permissions", "explain"]
 
@@ -43,6 +43,8 @@ class Caller:
     scopes: frozenset[str]
     grants: GrantSnapshot | None = field(default=None, compare=False, repr=False)
     renew: Callable[[], Awaitable[Caller]] | None = field(default=None, compare=False, repr=False)
+    #: Its principal's quota, read with its token (ADR 0041); a JWT's subject has none.
+    quota: Quota = field(default=UNLIMITED, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LIMITS", "NODE_MAX_ASSIGNMENTS", "NODE_MAX_TOOLS", "RETIRED_KEPT_DAYS", "Limits"]
+__all__ = [
+    "LIMITS",
+    "NODE_CONCURRENCY",
+    "NODE_MAX_ASSIGNMENTS",
+    "NODE_MAX_TOOLS",
+    "RETIRED_KEPT_DAYS",
+    "Limits",
+]
 
 # What one node may keep in the registry (ADR 0032), the defaults of their settings: its
 # machine's assignments and tools, retired ones counted until they are pruned, and how long a
@@ -12,6 +19,8 @@ __all__ = ["LIMITS", "NODE_MAX_ASSIGNMENTS", "NODE_MAX_TOOLS", "RETIRED_KEPT_DAY
 NODE_MAX_ASSIGNMENTS = 64
 NODE_MAX_TOOLS = 16384
 RETIRED_KEPT_DAYS = 7.0
+#: Calls in flight to one node from one navigator, by default (ADR 0041).
+NODE_CONCURRENCY = 64
 
 
 @dataclass(frozen=True, slots=True)

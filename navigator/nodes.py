@@ -53,6 +53,7 @@ from mcp_types import CallToolResult, InputRequiredResult, InputResponses, Reque
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic_core import from_json
 
+from mesh import tracing
 from mesh.calltokens import META_KEY
 from navigator.answers import ERROR_META_KEY
 from navigator.bounded import AnswerTooLarge, bounded_client, passed_limit
@@ -80,6 +81,12 @@ ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 
 _CONNECT_FAILURES: tuple[type[BaseException], ...] = (httpx2.ConnectError, httpx2.ConnectTimeout)
+
+#: A pool's idle connections, and one more: how many times a request that went on a connection
+#: the node had closed as it idled is sent again — the node read none of those; a fresh one is
+#: opened once the pool's idle ones are spent.
+_KEPT_IDLE = 16
+_STALE_MOST = _KEPT_IDLE + 1
 
 
 #: The header of MCP's streamable HTTP that names a session (legacy era).
@@ -447,7 +454,7 @@ class NodeConnections:
             limit=_READ_LIMIT,
             limits=httpx2.Limits(
                 max_connections=64,
-                max_keepalive_connections=16,
+                max_keepalive_connections=_KEPT_IDLE,
                 keepalive_expiry=LIMITS.node_keepalive_s,
             ),
             destinations=self.destinations,
@@ -514,7 +521,8 @@ class NodeConnections:
         deadline_s: float,
         progress: ProgressSink | None = None,
     ) -> CallToolResult:
-        """Call ``tool`` at ``endpoint`` within ``deadline_s``; never sent twice.
+        """Call ``tool`` at ``endpoint`` within ``deadline_s``; never sent twice where the node may
+        have read it (ADR 0031: a send on a connection the node closed as it idled is not read).
 
         One call's timeout, oversized answer, or answer that is not a result (a proxy's 503, a
         garbled body) ends that call only: its request is abandoned and the client, with the
@@ -522,7 +530,8 @@ class NodeConnections:
         used, so the next call opens a fresh one.
         """
         with _watched() as sending, anyio.move_on_after(deadline_s) as scope:
-            for attempt in (1, 2):
+            resent = stale = 0
+            while True:
                 client = None
                 try:
                     client = await self._client(endpoint)
@@ -532,7 +541,7 @@ class NodeConnections:
                         endpoint,
                         tool,
                         arguments,
-                        meta=None if token is None else {META_KEY: token()},
+                        meta=_meta(token),
                         progress=progress,
                     )
                 except AnswerTooLarge:
@@ -543,10 +552,17 @@ class NodeConnections:
                 except (Exception, BaseExceptionGroup) as error:
                     # a connection the node closed as it idled leaves the session whole, and
                     # the calls in flight beside this one on the client's other connections
-                    if client is not None and not (sending.closed_idle and attempt == 1):
+                    if client is not None and not (sending.closed_idle and stale < _STALE_MOST):
                         await self._close(endpoint, client)
+                    if sending.closed_idle and stale < _STALE_MOST:
+                        # the node read none of it; the pool's next idle connection may be as
+                        # stale as this one was, so this does not count as the one resend
+                        stale += 1
+                        sending.reset()
+                        continue
                     unread = _is_connect_failure(error) or sending.unread
-                    if unread and attempt == 1:
+                    if unread and resent == 0:
+                        resent += 1
                         sending.reset()
                         continue
                     if unread:
@@ -556,6 +572,15 @@ class NodeConnections:
                 return _as_ours(result)
         assert scope.cancelled_caught
         raise NodeTimeout()
+
+
+def _meta(token: Callable[[], str] | None) -> dict[str, Any] | None:
+    """What the navigator's ``tools/call`` carries in ``_meta``: a fresh call token, and its own
+    node-hop span's trace context when tracing (ADR 0040); nothing of the caller's request."""
+    meta: dict[str, Any] = tracing.trace_context()
+    if token is not None:
+        meta[META_KEY] = token()
+    return meta or None
 
 
 def _check_size(result: CallToolResult) -> None:

@@ -15,6 +15,7 @@ import anyio
 import fastmcp
 from fastmcp import FastMCP
 
+from mesh import tracing
 from mesh.methods import UnknownMethods
 from navigator.caller import CallerMiddleware, CallerSource
 from navigator.discover import DiscoverExtension
@@ -109,6 +110,7 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     """The navigator's life: schema up to date, catalogue loaded, the registry followed."""
     if migrate_first:
         await anyio.to_thread.run_sync(migrate, services.settings.database_url)
+    tracing.configure("meshnav-navigator")  # on only with an OTLP endpoint set (ADR 0040)
     # FastMCP's client is only for calls to nodes, so it is left out of the imports above; it is
     # imported before serving, by the loading thread once every row is read, while the index
     # worker finishes (ADR 0017): the loop is idle then, awaiting the load. Never in a worker
@@ -126,6 +128,7 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
             tasks.cancel_scope.cancel()
             await services.connections.close()
             services.registry.dispose()
+            tracing.stop()  # what is buffered is exported: a clean stop loses no span
 
 
 def _version() -> str:

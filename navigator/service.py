@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import anyio
 from mcp_types import CallToolResult
 
+from mesh import tracing
 from mesh.calltokens import sign_call_token
 from mesh.digests import arguments_digest, digest
 from navigator.addresses import (
@@ -47,6 +48,7 @@ from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.limits import LIMITS
 from navigator.nearby import holders_of, nearby
 from navigator.nodes import NodeConnections, ProgressSink
+from navigator.quotas import Quotas
 from navigator.reads import short_read
 from navigator.search import Hit, shown_holders
 from navigator.validation import (
@@ -103,10 +105,12 @@ class Navigator:
         walk: Callable[..., dict[str, Any]] = walk,
         authorised_contracts: Callable[[Catalog, Permissions], str] = authorised_contracts,
         compile_schema: Callable[[Any], CompiledSchema] = compile_schema_uncached,
+        quotas: Quotas | None = None,
     ) -> None:
         """``walk``, ``authorised_contracts`` and ``compile_schema`` are ``navigator.walk``'s
         and the validator's; a test passes its own to count what a request does."""
         self.registry = registry
+        self.quotas = Quotas() if quotas is None else quotas
         self.catalog = catalog
         self.connections = connections
         self.deadline_s = deadline_s
@@ -455,49 +459,64 @@ class Navigator:
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
     ) -> CallToolResult:
-        started = time.perf_counter()
-        tool = await self._allowed(caller, address)  # 1. and 2.
-        if not isinstance(arguments, Mapping):  # 3. the tool's own schema
-            raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
-        arguments = dict(arguments)
-        if not is_unicode_text(arguments):  # no JSON text carries it on to a node (ADR 0022)
-            raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
-        compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
-        compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
-        endpoint = tool.endpoint
-        if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
-            raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
-        silent = self.catalog.silent_since(tool.machine)
-        if silent is not None:  # known not answering: at once, unless a probe finds it back
-            await self.connections.probes.admit(endpoint, silent)
-        # computed at most once, and only for what binds it: a confirmation, a call token
-        args_digest = functools.cache(lambda: _signable(arguments))
-        asked = await self.confirmations.settle(  # 4. a person's yes, when it changes things
-            tool, caller, args_digest, confirm=confirm, elicitor=elicitor
-        )
-        if asked:  # minutes may have passed: the credential, 1. and 2. again, for what runs now
-            if caller.renew is not None:  # revoked, rotated or expired meanwhile: Unauthenticated
-                caller = await caller.renew()
-            again = await self._allowed(caller, tool.address, fresh=True)
-            if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
-                raise ConfirmationRequired("The tool changed while the person was asked.")
-        key = self.catalog.node_keys.get(tool.machine)
-        token = None if key is None else _signer(key, caller, tool, args_digest())
-        result = await self.connections.call(
-            endpoint,
-            tool.name,
-            arguments,
-            token=token,
-            deadline_s=self.deadline_s,
-            progress=progress,
-        )
-        logger.info(
-            "call %s by %s in %.1f ms",
-            tool.address,
-            caller.principal,
-            (time.perf_counter() - started) * 1000,
-        )
-        return result
+        """SPEC §3's call, admitted first under the caller's quota (ADR 0041)."""
+        async with self.quotas.principal(caller):
+            started = time.perf_counter()
+            with tracing.span("grants"):
+                tool = await self._allowed(caller, address)  # 1. and 2.
+            tracing.annotate(address=tool.address)
+            if not isinstance(arguments, Mapping):  # 3. the tool's own schema
+                raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
+            arguments = dict(arguments)
+            with tracing.span("validation"):
+                if not is_unicode_text(arguments):  # no JSON text carries it on (ADR 0022)
+                    raise InvalidArguments(NOT_UNICODE, extra={"pointer": ""})
+                compiled = self._schemas.lookup(tool.contract_digest) or await self._compile(tool)
+                compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
+            endpoint = tool.endpoint
+            if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
+                raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
+            silent = self.catalog.silent_since(tool.machine)
+            if silent is not None:  # known not answering: at once, unless a probe finds it back
+                await self.connections.probes.admit(endpoint, silent)
+            # computed at most once, and only for what binds it: a confirmation, a call token
+            args_digest = functools.cache(lambda: _signable(arguments))
+            with tracing.span("confirmation"):
+                asked = await self.confirmations.settle(  # 4. a person's yes, if it changes things
+                    tool, caller, args_digest, confirm=confirm, elicitor=elicitor
+                )
+                if asked:  # minutes may have passed: the credential, 1. and 2. again
+                    tracing.annotate(confirmation="asked")
+                    if caller.renew is not None:  # revoked, rotated or expired: Unauthenticated
+                        caller = await caller.renew()
+                    again = await self._allowed(caller, tool.address, fresh=True)
+                    if (again.contract_digest, again.endpoint) != (tool.contract_digest, endpoint):
+                        raise ConfirmationRequired("The tool changed while the person was asked.")
+            key = self.catalog.node_keys.get(tool.machine)
+            token = None if key is None else _signer(key, caller, tool, args_digest())
+            with tracing.span(
+                "node hop", kind="client", address=tool.address, machine=tool.machine
+            ) as hop:
+                try:
+                    async with self.quotas.node(tool.machine, self.deadline_s) as waited:
+                        result = await self.connections.call(
+                            endpoint,
+                            tool.name,
+                            arguments,
+                            token=token,
+                            deadline_s=self.deadline_s - waited,  # a turn waited counts
+                            progress=progress,
+                        )
+                except NavigatorError as error:
+                    tracing.failed(hop, error.code)
+                    raise
+            logger.info(
+                "call %s by %s in %.1f ms",
+                tool.address,
+                caller.principal,
+                (time.perf_counter() - started) * 1000,
+            )
+            return result
 
 
 _NO_HOLDER = "No holder you may call has it: search for the tool by what it does."

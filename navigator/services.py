@@ -14,6 +14,7 @@ from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
 from navigator.limits import LIMITS, Limits
 from navigator.nodes import NodeConnections
+from navigator.quotas import Quotas
 from navigator.registrar import Registrar
 from navigator.service import Navigator
 from navigator.settings import NavigatorSettings
@@ -81,6 +82,9 @@ class Services:
                 connections,
                 deadline_s=settings.call_deadline_s,
                 cursor_ttl_s=settings.cursor_ttl_s,
+                quotas=Quotas(
+                    node_concurrency=settings.node_concurrency, navigators=settings.navigators
+                ),
             ),
             registrar=Registrar(
                 registry,
@@ -89,7 +93,9 @@ class Services:
                 node_max_assignments=settings.node_max_assignments,
                 node_max_tools=settings.node_max_tools,
             ),
-            authenticator=Authenticator(registry, jwt_verifier(settings)),
+            authenticator=Authenticator(
+                registry, jwt_verifier(settings), principal_claim=settings.jwt_principal_claim
+            ),
             limits=limits,
         )
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ssl
+from urllib.parse import urlsplit
 
 from pydantic import Field, PositiveFloat, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from mesh.settings import Listen, ListeningSettings
+from mesh.settings import Listen, ListeningSettings, join_listen
 from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
-from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS, RETIRED_KEPT_DAYS
+from navigator.limits import (
+    NODE_CONCURRENCY,
+    NODE_MAX_ASSIGNMENTS,
+    NODE_MAX_TOOLS,
+    RETIRED_KEPT_DAYS,
+)
 
 __all__ = ["NavigatorSettings"]
 
@@ -31,6 +37,15 @@ class NavigatorSettings(ListeningSettings):
     jwt_jwks_uri: str | None = None
     jwt_public_key: str | None = None
     jwt_algorithm: str | None = None
+    #: The claim naming a JWT's principal (ADR 0037).
+    jwt_principal_claim: str = Field(default="sub", min_length=1)
+    #: The navigator's external base URL (``https://nav.example.com``): its MCP resource for OAuth
+    #: is ``{public_url}/mcp``, the audience its JWTs must hold (ADR 0037). Without it, the listen
+    #: address.
+    public_url: str | None = None
+    #: The scopes the protected-resource metadata lists, and a 401 asks for: those the grants
+    #: name (space or comma separated; nothing of the registry is read to list them).
+    oauth_scopes: str = ""
     #: Host headers (and browser origins) the MCP endpoint accepts besides loopback and the
     #: listen address — e.g. ``["nav.example.com"]`` behind a proxy (DNS-rebinding protection).
     allowed_hosts: list[str] = []
@@ -56,6 +71,10 @@ class NavigatorSettings(ListeningSettings):
     #: default); ADR 0030.
     sessions_per_principal: int = Field(default=64, gt=0)
     sessions_max: int = Field(default=10_000, gt=0)
+    #: Calls sent to one node at once (more wait their turn, or are ``rate_limited``), and how
+    #: many navigators share the registry: each holds its share of every limit (ADR 0041).
+    node_concurrency: int = Field(default=NODE_CONCURRENCY, ge=1, le=4096)
+    navigators: int = Field(default=1, ge=1, le=64)
 
     def node_trust(self) -> ssl.SSLContext | bool:
         """What a node's certificate is checked against: the system's CAs, and ``node_ca``."""
@@ -88,8 +107,56 @@ class NavigatorSettings(ListeningSettings):
     @model_validator(mode="after")
     def _jwt_checked_whole(self) -> NavigatorSettings:
         """A JWT verifier checks its issuer and audience too: without them, any token signed with
-        the same key, minted for any other service, would be accepted here."""
+        the same key, minted for any other service, would be accepted here. The public URL gives
+        the audience (the MCP resource) when none is set."""
         verifying = self.jwt_jwks_uri or self.jwt_public_key
-        if verifying and not (self.jwt_issuer and self.jwt_audience):
-            raise ValueError("JWT verification needs MESHNAV_JWT_ISSUER and MESHNAV_JWT_AUDIENCE")
+        if verifying and not (self.jwt_issuer and self.jwt_audiences()):
+            raise ValueError(
+                "JWT verification needs MESHNAV_JWT_ISSUER and MESHNAV_JWT_AUDIENCE "
+                "(or MESHNAV_PUBLIC_URL, whose /mcp is the audience)"
+            )
         return self
+
+    @model_validator(mode="after")
+    def _public_url_whole(self) -> NavigatorSettings:
+        if self.public_url is not None:
+            parts = urlsplit(self.public_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    "MESHNAV_PUBLIC_URL must be an http(s) URL such as https://nav.example.com"
+                )
+            if parts.query or parts.fragment or parts.username or parts.password:
+                raise ValueError("MESHNAV_PUBLIC_URL is a base URL: no query, fragment or user")
+            self.public_url = self.public_url.rstrip("/")
+        return self
+
+    def base_url(self) -> str:
+        """The navigator's external base URL: ``public_url``, else the listen address."""
+        return self.public_url or f"http://{join_listen(self.host, self.port)}"
+
+    def resource(self) -> str:
+        """The navigator's MCP resource (RFC 8707, RFC 9728): ``{base_url}/mcp``."""
+        return self.base_url() + "/mcp"
+
+    def jwt_audiences(self) -> list[str]:
+        """The audiences a JWT may hold to be accepted: ``jwt_audience``, and the MCP resource
+        when the public URL names it."""
+        audiences = [self.jwt_audience] if self.jwt_audience else []
+        if self.public_url is not None:
+            audiences.append(self.resource())
+        return audiences
+
+    def scopes_supported(self) -> list[str]:
+        return [s for s in self.oauth_scopes.replace(",", " ").split() if s]
+
+    def hosts_allowed(self) -> list[str]:
+        """``allowed_hosts``, and the public URL's host (its own name is how clients reach it)."""
+        if self.public_url is None:
+            return self.allowed_hosts
+        return [*self.allowed_hosts, urlsplit(self.public_url).hostname or ""]
+
+    def origins_allowed(self) -> list[str]:
+        if self.public_url is None:
+            return self.allowed_origins
+        parts = urlsplit(self.public_url)
+        return [*self.allowed_origins, f"{parts.scheme}://{parts.netloc}"]

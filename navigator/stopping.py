@@ -33,7 +33,7 @@ RETRY_AFTER_S = 5
 
 
 class Stopping:
-    """Whether the navigator refuses new calls, and its drain (``mesh.serving.Drain``)."""
+    """Whether the navigator refuses new calls, and its drain (``mesh.lifecycle.Drain``)."""
 
     def __init__(self, sessions: SessionBook | None = None) -> None:
         #: The MCP sessions and requests it waits on and closes (none: it only refuses).

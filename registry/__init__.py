@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from registry.access import (
+    UNLIMITED,
     AccessStore,
     GrantRecord,
     GrantSnapshot,
     PrincipalRecord,
+    Quota,
     TokenHolder,
     read_grant_revision,
     read_snapshot,
+    read_subject_snapshot,
     read_token_holder,
 )
 from registry.catalog import (
@@ -34,6 +37,7 @@ from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read
 
 __all__ = [
     "HEAD_REVISION",
+    "UNLIMITED",
     "AccessStore",
     "AssignmentPlace",
     "AssignmentRecord",
@@ -47,6 +51,7 @@ __all__ = [
     "NewTool",
     "NotFound",
     "PrincipalRecord",
+    "Quota",
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
@@ -60,6 +65,7 @@ __all__ = [
     "read_console_session",
     "read_grant_revision",
     "read_snapshot",
+    "read_subject_snapshot",
     "read_token_holder",
     "ready_revision",
     "shown_url",

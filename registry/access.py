@@ -18,6 +18,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     func,
     literal_column,
     or_,
@@ -25,6 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -44,6 +46,7 @@ __all__ = [
     "TokenHolder",
     "read_grant_revision",
     "read_snapshot",
+    "read_subject_snapshot",
     "read_token_holder",
 ]
 
@@ -58,6 +61,22 @@ def principal_status(revoked: bool, expires_at: datetime | None, now: datetime) 
 
 
 @dataclass(frozen=True, slots=True)
+class Quota:
+    """What a principal may call (ADR 0041): calls per minute and calls at once; ``None`` is no
+    limit."""
+
+    rate_per_minute: int | None = None
+    concurrency: int | None = None
+
+    def as_json(self) -> dict[str, int | None]:
+        return {"ratePerMinute": self.rate_per_minute, "concurrency": self.concurrency}
+
+
+#: No limit: a principal made without a quota, and a caller no principal row stands behind.
+UNLIMITED = Quota()
+
+
+@dataclass(frozen=True, slots=True)
 class PrincipalRecord:
     name: str
     scopes: tuple[str, ...]
@@ -65,6 +84,7 @@ class PrincipalRecord:
     expires_at: datetime | None
     revoked: bool
     created_at: datetime
+    quota: Quota = UNLIMITED
 
     def status(self, now: datetime) -> str:
         """``revoked``, ``expired`` or ``active``: whether its token is taken, and if not why."""
@@ -78,6 +98,7 @@ class PrincipalRecord:
             "expiresAt": self.expires_at.isoformat() if self.expires_at else None,
             "revoked": self.revoked,
             "status": self.status(utcnow()),
+            **self.quota.as_json(),
         }
 
 
@@ -121,6 +142,7 @@ class TokenHolder:
     expires_at: datetime | None
     revoked: bool
     grants: GrantSnapshot | None
+    quota: Quota = UNLIMITED
 
     def is_active(self, now: datetime) -> bool:
         return principal_status(self.revoked, self.expires_at, now) == "active"
@@ -134,6 +156,7 @@ def _principal_record(row: Principal) -> PrincipalRecord:
         expires_at=row.expires_at,
         revoked=row.revoked_at is not None,
         created_at=row.created_at,
+        quota=Quota(row.rate_per_minute, row.concurrency),
     )
 
 
@@ -157,6 +180,8 @@ _BY_TOKEN = select(
     Principal.expires_at,
     Principal.revoked_at,
     Principal.created_at,
+    Principal.rate_per_minute,
+    Principal.concurrency,
 ).where(Principal.token_hash == bindparam("token_hash"))
 
 # The grant revision and one grant row: what both reads of grants return after their own columns.
@@ -204,22 +229,38 @@ def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: A
     )
 
 
-_SNAPSHOT = (
-    select(*_GRANT_COLUMNS)
-    .select_from(Revision)
-    .outerjoin(
-        Grant,
-        and_(
-            or_(
-                Grant.principal == bindparam("principal"),
-                Grant.principal == literal_column("'*'"),
+def _rows_applying(
+    *conditions: ColumnElement[bool],
+) -> Select[int, int, str, str, list[str], str, int]:
+    """The grant revision, and the rows naming a principal or ``*`` for scopes it holds (and
+    ``conditions``), in one statement: the revision row is joined to the grants, so the two are
+    read together even when no grant applies."""
+    return (
+        select(*_GRANT_COLUMNS)
+        .select_from(Revision)
+        .outerjoin(
+            Grant,
+            and_(
+                or_(
+                    Grant.principal == bindparam("principal"),
+                    Grant.principal == literal_column("'*'"),
+                ),
+                _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
+                *conditions,
             ),
-            _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
-        ),
+        )
+        .where(Revision.name == "grants")
+        .order_by(Grant.id)
+        .limit(bindparam("limit"))
     )
-    .where(Revision.name == "grants")
-    .order_by(Grant.id)
-    .limit(bindparam("limit"))
+
+
+_SNAPSHOT = _rows_applying()
+#: ``_SNAPSHOT`` for a subject an authorization server signed in: its rows apply only while a
+#: principal of its name is registered and not revoked; else none does, not even a ``*`` row
+#: (default deny, ADR 0037).
+_SUBJECT = _rows_applying(
+    exists().where(Principal.name == bindparam("principal"), Principal.revoked_at.is_(None))
 )
 
 
@@ -232,6 +273,8 @@ _TOKEN_HOLDER = (
         Principal.scopes,
         Principal.expires_at,
         Principal.revoked_at,
+        Principal.rate_per_minute,
+        Principal.concurrency,
         *_GRANT_COLUMNS,
     )
     .select_from(Principal)
@@ -289,6 +332,14 @@ def read_snapshot(
     return _snapshot(registry.rows(_SNAPSHOT, _snapshot_params(principal, scopes, limit)), limit)
 
 
+def read_subject_snapshot(
+    registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
+) -> GrantSnapshot | None:
+    """``read_snapshot`` for a JWT's subject: no row applies unless a principal of that name is
+    registered and not revoked."""
+    return _snapshot(registry.rows(_SUBJECT, _snapshot_params(principal, scopes, limit)), limit)
+
+
 def read_grant_revision(registry: Registry) -> int:
     """The registry's grant revision, read as ``read_snapshot`` reads."""
     return int(registry.rows(_GRANT_REVISION, {})[0][0])
@@ -309,14 +360,15 @@ def _token_holder(rows: Sequence[Any], limit: int) -> TokenHolder | None:
         return None
     first = rows[0]
     grants = None
-    if len(rows) <= limit and first[4] is not None:
-        grants = GrantSnapshot(revision=int(first[4]), rows=_grant_rows(rows, 5))
+    if len(rows) <= limit and first[6] is not None:
+        grants = GrantSnapshot(revision=int(first[6]), rows=_grant_rows(rows, 7))
     return TokenHolder(
         name=first[0],
         scopes=tuple(first[1]),
         expires_at=first[2],
         revoked=first[3] is not None,
         grants=grants,
+        quota=Quota(first[4], first[5]),
     )
 
 
@@ -342,6 +394,7 @@ class AccessStore:
         token_hash: str,
         machine: str | None = None,
         expires_at: datetime | None = None,
+        quota: Quota = UNLIMITED,
     ) -> PrincipalRecord:
         if self.session.execute(select(Principal.id).where(Principal.name == name)).first():
             raise Conflict("A principal with that name exists.")
@@ -351,6 +404,8 @@ class AccessStore:
             token_hash=token_hash,
             machine=machine,
             expires_at=expires_at,
+            rate_per_minute=quota.rate_per_minute,
+            concurrency=quota.concurrency,
         )
         self.session.add(row)
         self.session.flush()
@@ -372,6 +427,7 @@ class AccessStore:
             expires_at=row[3],
             revoked=row[4] is not None,
             created_at=row[5],
+            quota=Quota(row[6], row[7]),
         )
 
     def principals(self, *, limit: int | None = None) -> list[PrincipalRecord]:
@@ -398,6 +454,13 @@ class AccessStore:
         if expires_at is not None:
             row.expires_at = expires_at
         ConsoleSessions(self.session).close_principal(name)
+        return _principal_record(row)
+
+    def set_quota(self, name: str, quota: Quota) -> PrincipalRecord:
+        """Replace a principal's quota; its next request is held to it on every navigator."""
+        row = self._principal(name)
+        row.rate_per_minute, row.concurrency = quota.rate_per_minute, quota.concurrency
+        self.session.flush()
         return _principal_record(row)
 
     def revoke_principal(self, name: str) -> None:

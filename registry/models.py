@@ -179,6 +179,9 @@ class Principal(Base):
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Its quota (ADR 0041): calls per minute, and calls at once; ``None`` is no limit.
+    rate_per_minute: Mapped[int | None]
+    concurrency: Mapped[int | None]
 
 
 class ConsoleSession(Base):

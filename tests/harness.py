@@ -180,7 +180,11 @@ class MeshHarness:
         port: int | None = None,
         token: str | None = None,
         wait: bool = True,
+        options: list[str] = (),  # type: ignore[assignment]
+        env: dict[str, str] | None = None,
     ) -> NodeProcess:  # type: ignore[assignment]
+        """``options``: further command-line options; ``env``: the node's environment beside
+        the harness's."""
         if token is None:  # a seat placed ahead of the node makes its machine an operator's
             token = self.principal(
                 f"node-{name}-{len(self.nodes)}-{time.monotonic_ns()}",
@@ -203,7 +207,10 @@ class MeshHarness:
         for seat in seats:
             arguments += ["--seat", seat]
             self.place_seat(seat.partition("=")[0], name)
-        process = self._spawn(arguments, f"node-{name}.log", {"MESHNAV_TOKEN": token})
+        arguments += options
+        process = self._spawn(
+            arguments, f"node-{name}.log", {**(env or {}), "MESHNAV_TOKEN": token}
+        )
         node = NodeProcess(name=name, port=port, arguments=arguments, process=process)
         node.token = token  # type: ignore[attr-defined]
         self.nodes[name] = node

@@ -6,12 +6,13 @@ A node serves each of its assignments from one spec given on its command line (S
     sqlite:PATH[,PATH...]         the machine's SQLite files, or directories of them
     postgres:DSN                  the machine's PostgreSQL, read-only
     stdio:NAME=COMMAND            an existing MCP server run as a subprocess
+    http:NAME=URL                 an MCP server on HTTP, proxied behind the node
 
 Any of the first three may be prefixed ``ROLE=`` to name an instance apart (``postgres-replica=
-postgres:postgresql://...``); the role otherwise is the module's name. stdio's ``NAME`` already
-is its role, so it takes no prefix. A prefix is recognised only when the text before the first
-``=`` holds no ``:``, which keeps ``stdio:NAME=...`` and key=value DSNs (``postgres:host=db``)
-out of it.
+postgres:postgresql://...``); the role otherwise is the module's name. stdio's and http's
+``NAME`` already is its role, so they take no prefix. A prefix is recognised only when the text
+before the first ``=`` holds no ``:``, which keeps ``stdio:NAME=...`` and key=value DSNs
+(``postgres:host=db``) out of it.
 
 A spec may carry a password (a DSN does), so no message here repeats any part of the spec beyond
 the names of the modules this grammar knows.
@@ -26,8 +27,10 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from mesh.errors import ModuleSpecError
+from mesh.modules.credentials import ModuleCredentials
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -43,7 +46,7 @@ __all__ = [
 ]
 
 #: The module names this grammar knows, in the order help texts list them.
-MODULES = ("node", "sqlite", "postgres", "stdio")
+MODULES = ("node", "sqlite", "postgres", "stdio", "http")
 
 #: What libpq reads from its process's environment that is a secret: the node takes them out of
 #: its own at start and gives them to its ``postgres`` modules alone (``take_libpq_secrets``).
@@ -81,6 +84,8 @@ class ModuleOptions:
     allow_privileged_role: bool = False
     #: The ``LIBPQ_SECRETS`` the node took from its environment, for ``postgres`` modules.
     libpq_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: Each role's upstream credentials (``--module-header``, ``--module-env``, …), read at start.
+    credentials: Mapping[str, ModuleCredentials] = field(default_factory=dict, repr=False)
 
 
 def take_libpq_secrets(environ: MutableMapping[str, str] = os.environ) -> dict[str, str]:
@@ -115,7 +120,9 @@ def parse_module_spec(text: str) -> ModuleSpec:
     if module == "postgres":
         return ModuleSpec("postgres", role or "postgres", argument)
     if role is not None:
-        raise ModuleSpecError("a stdio spec names its role itself: write stdio:NAME=COMMAND")
+        raise ModuleSpecError(f"a {module} spec names its role itself: {_usage(module)}")
+    if module == "http":
+        return _http_spec(argument)
     name, eq, command = argument.partition("=")
     if not eq:
         raise ModuleSpecError("a stdio spec needs a name and a command: " + _usage("stdio"))
@@ -127,6 +134,22 @@ def parse_module_spec(text: str) -> ModuleSpec:
     if not argv:
         raise ModuleSpecError("the stdio command is empty: " + _usage("stdio"))
     return ModuleSpec("stdio", name, command)
+
+
+def _http_spec(argument: str) -> ModuleSpec:
+    name, eq, url = argument.partition("=")
+    if not eq:
+        raise ModuleSpecError("an http spec needs a name and a URL: " + _usage("http"))
+    _check_role(name)
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModuleSpecError("an http spec's URL is http(s)://HOST[:PORT]/PATH: " + _usage("http"))
+    if parts.username or parts.password:
+        raise ModuleSpecError(
+            "an http spec's URL holds no credentials: give them with --module-header or "
+            "--module-oauth"
+        )
+    return ModuleSpec("http", name, url.strip())
 
 
 def build_module(spec: ModuleSpec, options: ModuleOptions | None = None) -> FastMCP:
@@ -152,10 +175,16 @@ def build_module(spec: ModuleSpec, options: ModuleOptions | None = None) -> Fast
             environment=options.libpq_secrets,
             allow_privileged_role=options.allow_privileged_role,
         )
+    credentials = (options or ModuleOptions()).credentials.get(spec.role)
     if spec.module == "stdio":
         from mesh.modules.stdio import build_stdio_module
 
-        return build_stdio_module(spec.role, spec.argument)
+        environment = None if credentials is None else credentials.environment
+        return build_stdio_module(spec.role, spec.argument, environment)
+    if spec.module == "http":
+        from mesh.modules.http import build_http_module
+
+        return build_http_module(spec.role, spec.argument, credentials)
     raise ModuleSpecError("unknown module; expected one of " + _known())
 
 
@@ -175,4 +204,5 @@ def _usage(module: str) -> str:
         "sqlite": "sqlite:PATH[,PATH...]",
         "postgres": "postgres:DSN",
         "stdio": "stdio:NAME=COMMAND",
+        "http": "http:NAME=URL",
     }[module]

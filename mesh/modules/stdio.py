@@ -42,7 +42,7 @@ covers each.
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -70,10 +70,14 @@ LINE_CHARS = 8 << 20  # the longest line read from the subprocess: a registratio
 class StdioSession:
     """One long-lived MCP client session with the subprocess, shared by every request."""
 
-    def __init__(self, name: str, argv: list[str]) -> None:
+    def __init__(
+        self, name: str, argv: list[str], environment: Mapping[str, str] | None = None
+    ) -> None:
         self.provider: StdioProvider | None = None
+        # the SDK's minimal environment, and what the operator gave this module alone
+        env = None if not environment else dict(environment)
         self._client: ProxyClient[StdioTransport] = ProxyClient(
-            StdioTransport(command=argv[0], args=argv[1:], keep_alive=False),
+            StdioTransport(command=argv[0], args=argv[1:], env=env, keep_alive=False),
             name=f"meshnav-stdio-{name}",
             forward_incoming_headers=False,
             roots=None,
@@ -139,17 +143,22 @@ class StdioProvider(ProxyProvider):
 
 
 def build_stdio_module(
-    name: str, command: str, *, call_deadline_s: float = CALL_DEADLINE_S
+    name: str,
+    command: str,
+    environment: Mapping[str, str] | None = None,
+    *,
+    call_deadline_s: float = CALL_DEADLINE_S,
 ) -> FastMCP:
-    """The server of assignment ``name``: the MCP server ``command`` starts, proxied; a call it
-    has not answered within ``call_deadline_s`` is given up."""
+    """The server of assignment ``name``: the MCP server ``command`` starts, proxied, with
+    ``environment`` (``--module-env``) beside the SDK's minimal one; a call it has not answered
+    within ``call_deadline_s`` is given up."""
     try:
         argv = shlex.split(command)
     except ValueError:
         raise ModuleSpecError("the stdio command does not parse (unbalanced quotes?)") from None
     if not argv:
         raise ModuleSpecError("the stdio command is empty")
-    session = StdioSession(name, argv)
+    session = StdioSession(name, argv, environment)
     server = FastMCP(name, mask_error_details=True)
     # a subprocess that cannot start is an error to the node's push, not an empty tool list
     server.provider_error_strategy = "raise"

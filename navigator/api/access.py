@@ -17,7 +17,7 @@ from navigator.bodies import Body, is_printable
 from navigator.errors import InvalidArguments, NotFound
 from navigator.grants import Caller, explain
 from navigator.limits import LIMITS
-from registry import AccessStore, GrantRecord
+from registry import AccessStore, GrantRecord, Quota
 
 __all__ = [
     "GRANT_ID_MOST",
@@ -27,6 +27,7 @@ __all__ = [
     "HttpUrl",
     "ModuleName",
     "PrincipalBody",
+    "QuotaBody",
     "RotateBody",
     "Scope",
     "checked_principal",
@@ -95,7 +96,22 @@ def is_principal_name(name: str) -> bool:
     )
 
 
-class PrincipalBody(Body):
+#: The most a quota may say: a million calls a minute, ten thousand at once.
+RATE_MOST = 1_000_000
+CONCURRENCY_MOST = 10_000
+
+
+class QuotaBody(Body):
+    """A principal's quota (ADR 0041): ``null`` or absent is no limit."""
+
+    rate_per_minute: int | None = Field(default=None, alias="ratePerMinute", ge=1, le=RATE_MOST)
+    concurrency: int | None = Field(default=None, ge=1, le=CONCURRENCY_MOST)
+
+    def quota(self) -> Quota:
+        return Quota(self.rate_per_minute, self.concurrency)
+
+
+class PrincipalBody(QuotaBody):
     name: str = Field(min_length=1, max_length=128, pattern=_PRINCIPAL_NAME)
     scopes: list[Scope] = Field(default_factory=list, max_length=64)
     machine: str | None = Field(default=None, max_length=63)

@@ -26,6 +26,7 @@ from navigator.api.access import (
     HttpUrl,
     ModuleName,
     PrincipalBody,
+    QuotaBody,
     RotateBody,
     Scope,
     checked_principal,
@@ -266,9 +267,22 @@ async def add_principal(request: Request) -> dict[str, Any]:
             token_hash=hash_token(token),
             machine=body.machine,
             expires_at=expiry(body.expires_days),
+            quota=body.quota(),
         )
     )
     return {"principal": record.as_json(), "token": token}
+
+
+async def set_quota(request: Request) -> dict[str, Any]:
+    """Replace a principal's quota (ADR 0041): what the body leaves out or sets null is no limit.
+    Every navigator holds the principal to it from its next request."""
+    require_scope(request, ADMIN_SCOPE)
+    body = await read_body(request, QuotaBody)
+    name = request.path_params["name"]
+    record = await services(request).transact(
+        lambda session: AccessStore(session).set_quota(name, body.quota())
+    )
+    return record.as_json()
 
 
 async def rotate_principal(request: Request) -> dict[str, Any]:

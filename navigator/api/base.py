@@ -20,6 +20,7 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.grants import Caller
+from navigator.oauth import SCOPE_NEEDED
 from registry import RegistryError
 
 __all__ = ["handler", "read_body", "require_scope"]
@@ -28,10 +29,19 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 B = TypeVar("B", bound=Body)
 
 
+class ScopeMissing(ToolNotGranted):
+    """``tool_not_granted`` for a caller whose token lacks ``scope``: its answer also says so in
+    the RFC 6750 ``insufficient_scope`` challenge (``navigator.oauth.Challenges``)."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"This needs the {scope} scope.")
+        self.scope = scope
+
+
 def require_scope(request: Request, scope: str) -> Caller:
     caller = caller_from_scope(request.scope)
     if scope not in caller.scopes:
-        raise ToolNotGranted(f"This needs the {scope} scope.")
+        raise ScopeMissing(scope)
     return caller
 
 
@@ -53,7 +63,10 @@ NO_STORE = {"cache-control": "no-store"}
 
 
 def error_response(error: NavigatorError) -> JSONResponse:
-    return JSONResponse(error_body(error), status_code=error.status, headers=NO_STORE)
+    headers = dict(NO_STORE)
+    if isinstance(error, ScopeMissing):
+        headers[SCOPE_NEEDED.decode()] = error.scope
+    return JSONResponse(error_body(error), status_code=error.status, headers=headers)
 
 
 def handler(

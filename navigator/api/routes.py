@@ -31,6 +31,7 @@ ROUTES = [
     ("/principals", "GET", admin.list_principals, None),
     ("/principals", "POST", admin.add_principal, access.PrincipalBody),
     ("/principals/{name}/rotate", "POST", admin.rotate_principal, access.RotateBody),
+    ("/principals/{name}/quota", "PUT", admin.set_quota, access.QuotaBody),
     ("/principals/{name}", "DELETE", admin.revoke_principal, None),
     ("/grants", "GET", admin.list_grants, None),
     ("/grants", "POST", admin.add_grant, access.GrantBody),

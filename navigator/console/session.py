@@ -82,10 +82,11 @@ async def _viewer(found: Services, session_id: str | None, *, page: bool) -> Cal
         now = utcnow()
         if record is None or not record.is_live(now, _rules(found)):
             raise Unauthenticated()
+        authenticator = found.authenticator
         if record.token_hash is None:  # a JWT's: its scopes as it signed in, within its expiry
-            caller = Caller(record.principal, frozenset(record.scopes))
+            scopes = frozenset(record.scopes)
+            caller = await short_read(registry, authenticator.subject, record.principal, scopes)
         else:
-            authenticator = found.authenticator
             caller = await short_read(registry, authenticator.holder_of, record.token_hash)
             if caller.principal != record.principal:
                 raise Unauthenticated()

@@ -278,3 +278,35 @@ def test_a_heartbeat_reads_how_long_ago_and_shows_its_time_on_hover(
         " document.body.append(t); }"
     )
     expect(page.locator("#probe")).to_have_text("2 min ago")
+
+
+def test_an_operator_reads_retired_unknown_and_what_an_argument_accepts(
+    console_mesh: ConsoleMesh, recorded: Recorded
+) -> None:
+    """Issue 29's console answers, as an operator meets them in a browser: a retired machine says
+    it is retired and how it comes back; a machine that is not there is "No such machine", not
+    ``unknown_tool``; an argument's allowed values are in its table."""
+    auth = {"Authorization": f"Bearer {console_mesh.operator}"}
+    httpx.post(
+        console_mesh.url + "/api/v1/assignments",
+        json={"machine": "old1", "role": "reports", "tools": REPORT_TOOLS},
+        headers=auth,
+        timeout=10,
+    ).raise_for_status()
+    httpx.post(
+        console_mesh.url + "/api/v1/machines/old1/retire", headers=auth, timeout=10
+    ).raise_for_status()
+    page = sign_in(recorded.context, console_mesh.url, console_mesh.operator)
+
+    page.goto(console_mesh.url + "/console/machines/old1")
+    expect(page.locator("main")).to_contain_text("This machine is retired")
+    expect(page.locator("main")).not_to_contain_text("Your grants let you call no tool here")
+
+    answer = page.goto(console_mesh.url + "/console/machines/nosuch1")
+    assert answer is not None and answer.status == 404
+    expect(page.locator("main")).to_contain_text("No such machine")
+    expect(page.locator("main")).not_to_contain_text("unknown_tool")
+
+    page.goto(console_mesh.url + "/console/assignments/db1/sqlite")
+    accepts = page.locator("main table", has=page.locator("th", has_text="Accepts")).first
+    expect(accepts).to_contain_text('one of "inventory"')  # the database enum, as accepted

@@ -1,6 +1,6 @@
 """``meshnav demo`` runs until it is stopped, and takes its nodes with it however it is stopped
 (SPEC §13): a service manager or ``kill`` sends SIGTERM, a terminal Ctrl-C. Either ends it
-cleanly (``mesh.serving``)."""
+cleanly (``mesh.lifecycle``)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 
 from mesh.calltokens import META_KEY, sign_call_token
 from mesh.digests import arguments_digest
-from mesh.serving import GRACE_S
+from mesh.lifecycle import GRACE_S
 from registry import CatalogStore
 from tests.harness import MeshHarness, mcp_client, tool_result
 

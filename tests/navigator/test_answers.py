@@ -332,3 +332,104 @@ def test_outside_its_grants_a_caller_learns_nothing_of_what_exists(
             assert outcome == "ran", (op, address)
         else:
             assert outcome[0] is ToolNotGranted, (op, address)
+
+
+# ---- the database's own error, passed on: the caller's own query on the caller's own machine ----
+
+
+@dataclass(frozen=True)
+class SqlMistake:
+    """A mistake in an agent's SQL: the message must name the next step and carry the database's
+    own words, and must repeat neither the parameter nor a file path of the node."""
+
+    why: str
+    sql: str
+    says: tuple[str, ...]
+
+
+SQL_MISTAKES = [
+    SqlMistake(
+        "a table that is not there",
+        "SELECT * FROM nosuchtable WHERE name = ?",
+        ("no such table: nosuchtable", "check"),
+    ),
+    SqlMistake(
+        "a keyword misspelt",
+        "SELEC name FROM products WHERE name = ?",
+        ('near "SELEC": syntax error', "check"),
+    ),
+    SqlMistake(
+        "a column that is not there",
+        "SELECT nosuchcolumn FROM products WHERE name = ?",
+        ("no such column: nosuchcolumn",),
+    ),
+]
+PG_MISTAKES = [
+    SqlMistake(
+        "a table that is not there",
+        "SELECT * FROM nosuchtable WHERE name = %s",
+        ('relation "nosuchtable" does not exist',),
+    ),
+    SqlMistake(
+        "a keyword misspelt",
+        "SELEC name FROM products WHERE name = %s",
+        ('syntax error at or near "SELEC"',),
+    ),
+    SqlMistake(
+        "a column that is not there",
+        "SELECT nosuchcolumn FROM products WHERE name = %s",
+        ('column "nosuchcolumn" does not exist',),
+    ),
+]
+
+
+def _database_error(text: str, mistake: SqlMistake, folder: str) -> list[str]:
+    found = [f"missing {words!r}" for words in mistake.says if words not in text]
+    if CANARY in text:
+        found.append("repeats the parameter")
+    if folder in text:
+        found.append("names the node's files")
+    if len(text) > 600:
+        found.append(f"{len(text)} characters")
+    return found
+
+
+async def test_a_sqlite_error_is_the_databases_own_bounded_and_names_the_next_step(
+    tmp_path: Path,
+) -> None:
+    with sqlite3.connect(tmp_path / "inventory.db") as conn:
+        conn.execute("CREATE TABLE products (name TEXT)")
+    wrong: dict[str, list[str]] = {}
+    async with Client(build_sqlite_module([tmp_path])) as client:
+        for mistake in SQL_MISTAKES:
+            args = {"database": "inventory", "sql": mistake.sql, "params": [CANARY]}
+            result = await client.call_tool("query", args, raise_on_error=False)
+            assert result.is_error, mistake.why
+            text = str(result.content[0].text)  # type: ignore[union-attr]
+            if found := _database_error(text, mistake, str(tmp_path)):
+                wrong[mistake.why] = found
+    assert not wrong, wrong
+
+
+@pytest.mark.postgres
+@pytest.mark.xdist_group("postgres")
+async def test_a_postgres_error_is_the_databases_own_bounded_and_names_the_next_step(
+    postgres_server: Any,
+) -> None:
+    from mesh.modules.postgres import build_postgres_module
+
+    dsn = postgres_server.create_database("answers_shop", "CREATE TABLE products (name text)")
+    wrong: dict[str, list[str]] = {}
+    try:
+        module = build_postgres_module(dsn, statement_timeout_s=5, allow_privileged_role=True)
+        async with Client(module) as client:
+            for mistake in PG_MISTAKES:
+                args = {"sql": mistake.sql, "params": [CANARY]}
+                result = await client.call_tool("query", args, raise_on_error=False)
+                assert result.is_error, mistake.why
+                text = str(result.content[0].text)  # type: ignore[union-attr]
+                if found := _database_error(text, mistake, str(postgres_server.data_dir)):
+                    wrong[mistake.why] = found
+    finally:
+        postgres_server.execute("DROP DATABASE answers_shop WITH (FORCE)")
+    assert not wrong, wrong

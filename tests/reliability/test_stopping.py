@@ -21,7 +21,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from mesh.serving import GRACE_S
+from mesh.lifecycle import GRACE_S
 from tests.harness import MeshHarness, tool_result
 
 pytestmark = [pytest.mark.e2e]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+import psutil
 import pytest
 
 from tests.harness import MeshHarness, mcp_client, tool_result
@@ -71,6 +72,22 @@ def _settled(socks: list[socket.socket], within_s: float) -> None:
             waiting.discard(fileno)
 
 
+def _taken_in(pid: int, within_s: float) -> None:
+    """Until the navigator has taken in the flood its backlog held: its open descriptors stop
+    changing for a second. What is measured then is the navigator holding the connections, not
+    its accepting of 12,000 at once (the kernel's backlog held them meanwhile)."""
+    process = psutil.Process(pid)
+    deadline = time.monotonic() + within_s
+    last, steady_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = process.num_fds()
+        if now != last:
+            last, steady_since = now, time.monotonic()
+        elif time.monotonic() - steady_since >= 1.0:
+            return
+        time.sleep(0.1)
+
+
 def _drip(socks: list[socket.socket], data: bytes) -> None:
     for sock in socks:
         with contextlib.suppress(OSError):  # not connected yet, or dropped by the server
@@ -109,6 +126,8 @@ async def test_slowloris_and_idle_sockets_leave_health_and_clients_answering(
                 _drip(slow, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                 attack = slow + _open(port, IDLE)
                 await anyio.to_thread.run_sync(_settled, attack, 30.0)
+                assert harness.navigator is not None
+                await anyio.to_thread.run_sync(_taken_in, harness.navigator.pid, 30.0)
                 began = time.monotonic()
                 timings: list[tuple[str, float]] = []
                 async with httpx.AsyncClient(timeout=30) as http:

@@ -1,4 +1,4 @@
-"""Serving until stopped (``mesh.serving``, ADR 0026): what ends the server, and what is raised;
+"""Serving until stopped (``mesh.lifecycle``, ADR 0026): what ends the server, and what is raised;
 the connections it holds (``mesh.connections``, ADR 0030)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from mesh.connections import KEEP_ALIVE_S, ConnectionLimits
-from mesh.serving import Server, serve_until_stopped
+from mesh.lifecycle import Server, serve_until_stopped
 from tests.harness import free_port, serving
 
 

@@ -1,5 +1,5 @@
-"""Serving until stopped: what SIGINT and SIGTERM end, and in which order, for the node, the
-navigator and the demo alike.
+"""A server's life, for the node, the navigator and the demo alike: serving until SIGINT or
+SIGTERM, and what those signals end, in which order.
 
 uvicorn handles both signals itself while it serves: it stops listening, waits — with no limit
 unless it is given one — for every open connection to finish, and only then raises the signal
