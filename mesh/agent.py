@@ -54,8 +54,15 @@ async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
 
 
 class NodeAgent:
-    def __init__(self, settings: NodeSettings, assignments: Sequence[Assignment]) -> None:
+    def __init__(
+        self,
+        settings: NodeSettings,
+        assignments: Sequence[Assignment],
+        *,
+        list_deadline_s: float = LIST_DEADLINE_S,
+    ) -> None:
         self.settings = settings
+        self.list_deadline_s = list_deadline_s
         self.assignments = list(assignments)
         self.key: bytes | None = None
         #: When this process first registered, on the navigators' clock (``mesh.calltokens``).
@@ -78,11 +85,11 @@ class NodeAgent:
 
     async def _tools(self, assignment: Assignment) -> list[dict[str, Any]] | None:
         """The assignment's tools now; when it cannot list them (a wrapped server that cannot
-        start, or one that does not answer within ``LIST_DEADLINE_S``), the list it last gave,
+        start, or one that does not answer within ``list_deadline_s``), the list it last gave,
         or None before it ever gave one. An empty list would remove its tools from the mesh,
         where they should stay and answer node_unavailable."""
         try:
-            with anyio.fail_after(LIST_DEADLINE_S):
+            with anyio.fail_after(self.list_deadline_s):
                 tools = await tools_list(assignment)
         except Exception:  # whatever a module's server raises: it is not the node's end
             logger.warning(

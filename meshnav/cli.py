@@ -180,6 +180,7 @@ def _need(value: str | None, what: str) -> str:
 
 @navigator_app.command("serve")
 def navigator_serve(
+    ctx: typer.Context,
     listen: Annotated[str | None, typer.Option(envvar="MESHNAV_LISTEN")] = None,
     database: Annotated[
         str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")
@@ -322,7 +323,9 @@ def navigator_serve(
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)
         raise typer.Exit(1)
-    run(serve_navigator({k: v for k, v in given.items() if v is not None}, stdio=stdio))
+    # what serves: ``meshnav.serve``'s, or the one a caller of the CLI passes in as its ``obj``
+    serve = ctx.obj or serve_navigator
+    run(serve({k: v for k, v in given.items() if v is not None}, stdio=stdio))
 
 
 @node_app.command("serve", cls=SeveralValues)

@@ -7,6 +7,7 @@ import gc
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mesh.settings import join_listen
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from mesh.errors import MeshError
+    from navigator.app import NavigatorApp
     from navigator.services import Services
     from navigator.settings import NavigatorSettings
 
@@ -66,7 +68,14 @@ def mesh_failure(error: BaseException) -> MeshError | None:
     return None
 
 
-async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> None:
+async def serve_navigator(
+    overrides: dict[str, Any],
+    *,
+    stdio: bool = False,
+    build: Callable[..., NavigatorApp] | None = None,
+) -> None:
+    """Serve a navigator with ``overrides`` of its settings; ``build`` makes its app
+    (``navigator.app.build_app`` unless given)."""
     # Importing the server and loading the catalogue make long-lived objects by the million and
     # free next to none: the collector would only walk them again and again. ``running`` turns it
     # back on once the catalogue is loaded (and frozen out of its walks).
@@ -96,7 +105,7 @@ async def serve_navigator(overrides: dict[str, Any], *, stdio: bool = False) -> 
             before = await anyio.to_thread.run_sync(migrate, settings.database_url)
         except RegistryError as error:
             raise CommandError(str(error)) from None
-        app = build_app(settings, migrate_first=False)
+        app = (build or build_app)(settings, migrate_first=False)
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
         )

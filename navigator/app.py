@@ -199,8 +199,12 @@ def _session_manager(mcp_app: Starlette) -> StreamableHTTPSessionManager:
     raise RuntimeError("the MCP app has no session manager")
 
 
-def build_app(settings: NavigatorSettings, *, migrate_first: bool = True) -> NavigatorApp:
-    services = Services.create(settings)
+def build_app(
+    settings: NavigatorSettings, *, migrate_first: bool = True, services: Services | None = None
+) -> NavigatorApp:
+    """The navigator's app for ``settings``, serving ``services`` (made from them unless
+    given)."""
+    services = services or Services.create(settings)
     stopping = Stopping()
     mcp_app = build_mcp(services, stopping=stopping).http_app(
         path="/mcp",

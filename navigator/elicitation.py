@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -64,12 +65,13 @@ class _StateSigner:
     token's is (past 4,096 live nonces every redemption rebuilt a whole table, and two requests a
     nonce grew it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._key = secrets.token_bytes(32)
         self._used = SeenNonces()
+        self._clock = clock  # the wall clock, or a test's
 
     def sign(self, binding: str) -> str:
-        claims = {"n": secrets.token_urlsafe(12), "e": time.time() + LIMITS.confirm_ttl_s}
+        claims = {"n": secrets.token_urlsafe(12), "e": self._clock() + LIMITS.confirm_ttl_s}
         return signing.sign(self._key, claims, context=binding)
 
     def redeem(self, state: str, binding: str) -> bool:
@@ -80,7 +82,7 @@ class _StateSigner:
             nonce, expires = str(claims["n"]), float(claims["e"])
         except (ValueError, KeyError, TypeError):
             return False
-        return self._used.first(nonce, expires, time.time())
+        return self._used.first(nonce, expires, self._clock())
 
 
 _SIGNER = _StateSigner()

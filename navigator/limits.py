@@ -56,6 +56,10 @@ class Limits:
     missed_heartbeats: int = 3
     #: Room kept for the JSON-RPC envelope and ``_meta`` around a tool's structured content.
     envelope_bytes: int = 1024
+    #: Pages of a ``seats`` listing the console follows before it says the listing is cut.
+    console_listing_pages: int = 100
+    #: Between keep-alives (and re-authentications) on a quiet console event stream.
+    console_keepalive_s: float = 15.0
 
 
 LIMITS = Limits()

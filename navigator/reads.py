@@ -29,12 +29,17 @@ T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
 
 
-async def short_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts) -> T:
+async def short_read(
+    registry: Registry,
+    read: Callable[[*Ts], T],
+    *args: *Ts,
+    timeout_s: float = STATEMENT_TIMEOUT_S,
+) -> T:
     """``read(*args)``, without blocking the loop on a networked registry, nor waiting on it past
-    ``STATEMENT_TIMEOUT_S`` (then ``RegistryUnavailable``)."""
+    ``timeout_s`` (then ``RegistryUnavailable``)."""
     if registry.reads_inline:
         return read(*args)
-    return await _given_up(read, *args)
+    return await _given_up(timeout_s, read, *args)
 
 
 async def off_loop_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts) -> T:
@@ -43,11 +48,11 @@ async def off_loop_read(registry: Registry, read: Callable[[*Ts], T], *args: *Ts
     one — a connection that never answered held a catalogue catch-up, and every later change."""
     if registry.reads_inline:
         return await anyio.to_thread.run_sync(read, *args)
-    return await _given_up(read, *args)
+    return await _given_up(STATEMENT_TIMEOUT_S, read, *args)
 
 
-async def _given_up(read: Callable[[*Ts], T], *args: *Ts) -> T:
-    with anyio.move_on_after(STATEMENT_TIMEOUT_S):
+async def _given_up(timeout_s: float, read: Callable[[*Ts], T], *args: *Ts) -> T:
+    with anyio.move_on_after(timeout_s):
         return await anyio.to_thread.run_sync(read, *args, abandon_on_cancel=True)
     raise RegistryUnavailable()
 
@@ -68,10 +73,15 @@ class Progress:
         self.at = math.inf
 
 
-async def long_read(registry: Registry, read: Callable[[Progress, *Ts], T], *args: *Ts) -> T:
+async def long_read(
+    registry: Registry,
+    read: Callable[[Progress, *Ts], T],
+    *args: *Ts,
+    timeout_s: float = STATEMENT_TIMEOUT_S,
+) -> T:
     """``read(progress, *args)`` on a worker thread, for as long as it takes while rows come; on
     a networked registry given up (``RegistryUnavailable``) once it has read nothing for
-    ``STATEMENT_TIMEOUT_S``. A whole catalogue's load on a connection that never answered held
+    ``timeout_s``. A whole catalogue's load on a connection that never answered held
     the follow loop for good, and every later change with it."""
     progress = Progress()
     if registry.reads_inline:
@@ -82,8 +92,8 @@ async def long_read(registry: Registry, read: Callable[[Progress, *Ts], T], *arg
             async def watching() -> None:  # the deadline moves with the read's progress
                 while progress.at < math.inf:
                     waited = time.monotonic() - progress.at
-                    scope.deadline = anyio.current_time() + STATEMENT_TIMEOUT_S - waited
-                    await anyio.sleep(STATEMENT_TIMEOUT_S / 10)
+                    scope.deadline = anyio.current_time() + timeout_s - waited
+                    await anyio.sleep(timeout_s / 10)
                 scope.deadline = math.inf
 
             watch.start_soon(watching)

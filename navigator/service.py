@@ -105,9 +105,14 @@ class Navigator:
         *,
         deadline_s: float,
         cursor_ttl_s: float = LIMITS.cursor_ttl_s,
+        walk: Callable[..., dict[str, Any]] = walk,
+        authorised_contracts: Callable[[Catalog, Permissions], str] = authorised_contracts,
+        compile_schema: Callable[[Any], CompiledSchema] = compile_schema_uncached,
         quotas: Quotas | None = None,
         audit: AuditLog | None = None,
     ) -> None:
+        """``walk``, ``authorised_contracts`` and ``compile_schema`` are ``navigator.walk``'s
+        and the validator's; a test passes its own to count what a request does."""
         self.registry = registry
         self.quotas = Quotas() if quotas is None else quotas
         #: Where each call's and each refused describe's event goes (ADR 0039); None: nowhere.
@@ -124,6 +129,9 @@ class Navigator:
         self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
         self._schemas: SchemaCache[str] = SchemaCache(SCHEMA_CACHE_WEIGHT)
         self._compiling: dict[str, anyio.Event] = {}
+        self._walk = walk
+        self._authorise = authorised_contracts
+        self._compile_schema = compile_schema
 
     # --- grants ----------------------------------------------------------------------------
 
@@ -247,7 +255,7 @@ class Navigator:
         key = permissions.key  # equal for any two grant sets that permit alike
         found = self._authorised.get(key)
         if found is None:
-            found = self._authorised[key] = authorised_contracts(self.catalog, permissions)
+            found = self._authorised[key] = self._authorise(self.catalog, permissions)
         return found
 
     def _position(
@@ -278,7 +286,7 @@ class Navigator:
         position = self._position(cursor, binding)
         listing = None if cursor is None else self._listings.get(binding(), position)
         if listing is None:  # a first page, or a listing no longer kept: walked now
-            listing = walk(self.catalog, permissions, parsed)
+            listing = self._walk(self.catalog, permissions, parsed)
         head = {k: v for k, v in listing.items() if k != "entries"}
         entries = listing["entries"][position.offset :]
         taken = fit_entries(head, "entries", entries, reserve=CURSOR_RESERVE, limit=answer_bytes)
@@ -451,7 +459,7 @@ class Navigator:
         self._compiling[digest] = done = anyio.Event()
         try:
             return await anyio.to_thread.run_sync(
-                self._schemas.get, digest, lambda: compile_schema_uncached(tool.input_schema)
+                self._schemas.get, digest, lambda: self._compile_schema(tool.input_schema)
             )
         finally:
             del self._compiling[digest]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio.to_thread
@@ -13,6 +13,7 @@ from starlette.requests import Request
 from navigator.audit import AuditLog, open_export
 from navigator.auth import Authenticator, jwt_verifier
 from navigator.catalog import Catalog
+from navigator.limits import LIMITS, Limits
 from navigator.nodes import NodeConnections
 from navigator.quotas import Quotas
 from navigator.registrar import Registrar
@@ -35,6 +36,7 @@ class Services:
     registrar: Registrar
     authenticator: Authenticator
     audit: AuditLog
+    limits: Limits = field(default=LIMITS)
 
     async def transact(self, work: Callable[[Session], T]) -> T:
         """Run ``work``, which may write, in one registry transaction, off the event loop."""
@@ -55,8 +57,20 @@ class Services:
         return await anyio.to_thread.run_sync(run)
 
     @classmethod
-    def create(cls, settings: NavigatorSettings) -> Services:
-        registry = Registry(settings.database_url, audit_instance=settings.instance_name())
+    def create(
+        cls,
+        settings: NavigatorSettings,
+        *,
+        limits: Limits = LIMITS,
+        registry: Registry | None = None,
+        navigator: Callable[..., Navigator] = Navigator,
+    ) -> Services:
+        """The parts ``settings`` make; a test passes its own ``limits``, ``registry`` (made for
+        ``settings.database_url``) or maker of the ``navigator`` (a ``Navigator`` with
+        collaborators of its own)."""
+        registry = registry or Registry(
+            settings.database_url, audit_instance=settings.instance_name()
+        )
         audit = AuditLog(
             registry,
             registry.audit_instance,
@@ -74,7 +88,7 @@ class Services:
             registry=registry,
             catalog=catalog,
             connections=connections,
-            navigator=Navigator(
+            navigator=navigator(
                 registry,
                 catalog,
                 connections,
@@ -99,6 +113,7 @@ class Services:
                 audit=decisions,
             ),
             audit=audit,
+            limits=limits,
         )
 
 

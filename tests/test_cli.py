@@ -5,6 +5,7 @@ navigator."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import socket
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from meshnav.cli import app, main, spread_values
 from meshnav.client import navigator_base
-from meshnav.serve import listening_socket
+from meshnav.serve import listening_socket, serve_navigator
 from registry import HEAD_REVISION
 from tests.harness import free_port, free_ports, page_server, stop
 
@@ -177,7 +178,6 @@ def test_each_spec_setting_has_a_flag_on_the_navigator(monkeypatch: pytest.Monke
     async def serve(overrides: dict[str, Any], *, stdio: bool = False) -> None:
         seen.update(overrides, stdio=stdio)
 
-    monkeypatch.setattr("meshnav.serve.serve_navigator", serve)
     monkeypatch.setenv("MESHNAV_CALL_DEADLINE_S", "30")
     arguments = [
         "navigator",
@@ -194,7 +194,7 @@ def test_each_spec_setting_has_a_flag_on_the_navigator(monkeypatch: pytest.Monke
         "3",
         "--stdio",
     ]
-    result = CliRunner().invoke(app, arguments)
+    result = CliRunner().invoke(app, arguments, obj=serve)  # in place of the real server
     assert result.exit_code == 0, result.output
     assert seen == {
         "listen": "127.0.0.1:7799",
@@ -667,9 +667,7 @@ def test_describe_wraps_both_schemas_and_cuts_neither() -> None:
     assert text.count("columns") == 6, "a schema line was cut"
 
 
-def test_a_navigator_whose_start_fails_says_so_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_navigator_whose_start_fails_says_so_in_one_line(tmp_path: Path) -> None:
     """A server whose lifespan fails stops before it serves: uvicorn logs why and raised
     SystemExit(3) out of a task group; the command ends with its one line and exit 1."""
     from contextlib import asynccontextmanager
@@ -685,11 +683,11 @@ def test_a_navigator_whose_start_fails_says_so_in_one_line(
 
     failed = Starlette(lifespan=failing)
     failed.stopping = Stopping()  # type: ignore[attr-defined]  # what a navigator app has
-    monkeypatch.setattr("navigator.app.build_app", lambda *a, **k: failed)
+    serve = functools.partial(serve_navigator, build=lambda *a, **k: failed)
     database = f"sqlite:///{tmp_path / 'r.db'}"
     listen = f"127.0.0.1:{free_port()}"
     result = CliRunner().invoke(
-        app, ["navigator", "serve", "--listen", listen, "--database", database]
+        app, ["navigator", "serve", "--listen", listen, "--database", database], obj=serve
     )
     assert result.exit_code == 1, result.output
     assert (

@@ -118,6 +118,7 @@ def build_postgres_module(
     statement_timeout_s: float = STATEMENT_TIMEOUT_S,
     connect_timeout_s: int = CONNECT_TIMEOUT_S,
     turns: Turns = NODE_TURNS,
+    deadline_slack_s: float = DEADLINE_SLACK_S,
 ) -> FastMCP:
     """The ``postgres`` module's server for the server and role ``dsn`` names, as assignment
     ``role``. ``environment`` holds what the node took of ``spec.LIBPQ_SECRETS`` from its own; a
@@ -157,7 +158,7 @@ def build_postgres_module(
         conninfo = make_conninfo(dsn, dbname=database) if database else dsn
         async with turns.turn(statement_timeout_s, busy):
             try:
-                with anyio.fail_after(connect_timeout_s + statement_timeout_s + DEADLINE_SLACK_S):
+                with anyio.fail_after(connect_timeout_s + statement_timeout_s + deadline_slack_s):
                     async with await psycopg.AsyncConnection.connect(
                         conninfo, autocommit=True, connect_timeout=connect_timeout_s
                     ) as conn:

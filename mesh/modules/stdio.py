@@ -143,10 +143,15 @@ class StdioProvider(ProxyProvider):
 
 
 def build_stdio_module(
-    name: str, command: str, environment: Mapping[str, str] | None = None
+    name: str,
+    command: str,
+    environment: Mapping[str, str] | None = None,
+    *,
+    call_deadline_s: float = CALL_DEADLINE_S,
 ) -> FastMCP:
     """The server of assignment ``name``: the MCP server ``command`` starts, proxied, with
-    ``environment`` (``--module-env``) beside the SDK's minimal one."""
+    ``environment`` (``--module-env``) beside the SDK's minimal one; a call it has not answered
+    within ``call_deadline_s`` is given up."""
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -158,7 +163,7 @@ def build_stdio_module(
     # a subprocess that cannot start is an error to the node's push, not an empty tool list
     server.provider_error_strategy = "raise"
     server.add_provider(StdioProvider(session))
-    server.add_middleware(CallDeadline(session, CALL_DEADLINE_S))
+    server.add_middleware(CallDeadline(session, call_deadline_s))
     return server
 
 

@@ -43,10 +43,8 @@ from navigator.services import services
 from navigator.tokens import ADMIN_SCOPE
 from registry import GrantSnapshot, RegistryError, read_snapshot
 
-__all__ = ["KEEPALIVE_S", "STREAMS", "STREAMS_PER_VIEWER", "EventStreams"]
+__all__ = ["STREAMS", "STREAMS_PER_VIEWER", "EventStreams"]
 
-#: Between keep-alives (and re-authentications) on a quiet stream.
-KEEPALIVE_S = 15.0
 #: Changes arriving this soon after one another become one notice.
 SETTLE_S = 0.15
 #: How soon a viewer is checked again when the registry could not be read.
@@ -103,13 +101,14 @@ async def _grant_rows(request: Request, caller: Caller) -> GrantSnapshot | None:
 async def _notices(
     request: Request, catalog: Catalog, grants: str
 ) -> AsyncIterator[ServerSentEvent]:
+    keepalive_s = services(request).limits.console_keepalive_s
     queue = catalog.subscribe()
     pending: set[str] = set()  # changes not yet announced: the viewer could not be checked
     try:
         yield ServerSentEvent(comment="meshnav console events", retry=RETRY_MS)
         while True:
             # a change held back is announced once the viewer can be checked: try again soon
-            kinds = pending | await _next_change(queue, RECHECK_S if pending else KEEPALIVE_S)
+            kinds = pending | await _next_change(queue, RECHECK_S if pending else keepalive_s)
             try:
                 _, seen = await _viewer_now(request)
             except Unauthenticated:

@@ -108,7 +108,7 @@ def empty_state(title: str, text: Markup | str) -> Markup:
 
 
 def truncated_note(what: str, command: str) -> Markup:
-    """Says that a listing was longer than the console reads (``viewpoint.MAX_LISTING_PAGES``),
+    """Says that a listing was longer than the console reads (``Limits.console_listing_pages``),
     so that what is shown, and its counts, are not taken for all there is."""
     return Markup(
         '<p class="notice" role="note">This listing is longer than the console reads: not every '

@@ -61,7 +61,9 @@ async def _answer(request: Request, build: Build) -> Response:
     except NavigatorError as error:
         return error_json(error) if fragment else _plain_error(error)
     found = services(request)
-    viewpoint = Viewpoint(found.navigator, found.catalog, caller)
+    viewpoint = Viewpoint(
+        found.navigator, found.catalog, caller, listing_pages=found.limits.console_listing_pages
+    )
     try:
         page = await build(request, viewpoint)
     except NavigatorError as error:

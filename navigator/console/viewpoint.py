@@ -23,6 +23,7 @@ from navigator.errors import (
     UnknownTool,
 )
 from navigator.grants import Caller
+from navigator.limits import LIMITS
 from navigator.service import Navigator
 from navigator.tokens import ADMIN_SCOPE
 from navigator.views import assignment_views, machine_view, mesh_view
@@ -43,8 +44,6 @@ NO_MACHINE = "No such machine: meshnav mesh lists the machines you may call tool
 NO_ASSIGNMENT = "No such assignment or seat: meshnav mesh MACHINE lists those you may call."
 #: Tools described (with their schemas) on one page of an assignment.
 TOOLS_PAGE = 50
-#: Pages of a ``seats`` listing followed for one view (100 entries each).
-MAX_LISTING_PAGES = 100
 #: A listing whose catalogue or grants moved while it was paged is read again this many times.
 LISTING_ATTEMPTS = 3
 
@@ -72,7 +71,8 @@ class MachineView:
     last_heartbeat: str | None = None
     #: Why the status is what it is, where the heartbeats explain it (``Catalog.heartbeats``).
     heartbeats: str | None = None
-    #: A listing was longer than the console reads (``MAX_LISTING_PAGES``): not all is shown.
+    #: A listing was longer than the console reads (``Limits.console_listing_pages``): not all
+    #: is shown.
     truncated: bool = False
 
 
@@ -91,7 +91,8 @@ class MeshView:
     node_seats: tuple[NodeSeatView, ...]
     #: Drawn from the operators' view (every machine, retired ones included).
     operator: bool
-    #: A listing was longer than the console reads (``MAX_LISTING_PAGES``): not all is shown.
+    #: A listing was longer than the console reads (``Limits.console_listing_pages``): not all
+    #: is shown.
     truncated: bool = False
 
     @property
@@ -124,22 +125,30 @@ class AssignmentView:
 class Viewpoint:
     """One signed-in viewer's reading of the mesh, for one request."""
 
-    def __init__(self, navigator: Navigator, catalog: Catalog, caller: Caller) -> None:
+    def __init__(
+        self,
+        navigator: Navigator,
+        catalog: Catalog,
+        caller: Caller,
+        *,
+        listing_pages: int = LIMITS.console_listing_pages,
+    ) -> None:
         self.navigator = navigator
         self.catalog = catalog
         self.caller = caller
+        self.listing_pages = listing_pages
         self.operator = ADMIN_SCOPE in caller.scopes
 
     async def _listing(self, address: str | None) -> dict[str, Any] | None:
-        """The ``seats`` listing at ``address``, up to ``MAX_LISTING_PAGES`` pages, with
-        ``truncated`` true when more remained; ``None`` when nothing there is the viewer's to
-        call."""
+        """The ``seats`` listing at ``address``, up to ``listing_pages`` pages (100 entries
+        each), with ``truncated`` true when more remained; ``None`` when nothing there is the
+        viewer's to call."""
         for attempt in range(LISTING_ATTEMPTS):
             try:
                 first = await self.navigator.seats(self.caller, address, None)
                 entries = list(first["entries"])
                 cursor = first.get("nextCursor")
-                for _ in range(MAX_LISTING_PAGES - 1):
+                for _ in range(self.listing_pages - 1):
                     if cursor is None:
                         break
                     page = await self.navigator.seats(self.caller, address, cursor)

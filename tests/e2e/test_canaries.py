@@ -8,14 +8,11 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from fastmcp import Client
 
 from navigator.grants import Caller
-from navigator.server import build_mcp, running
-from navigator.services import Services
-from navigator.settings import NavigatorSettings
 from registry import AccessStore, Registry, migrate
 from tests.harness import MeshHarness, mcp_client
+from tests.navigator.inprocess import navigator_at, walker_client
 from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
@@ -95,11 +92,9 @@ async def test_a_failing_storage_layer_leaks_nothing(
     with registry.transaction() as session:
         AccessStore(session).grant("alice", "*/*/*", effect="allow")
     registry.dispose()
-    services = Services.create(NavigatorSettings(database_url=url))
-    async with running(services, migrate_first=False):
+    async with navigator_at(url, migrate_first=False) as services:
         postgres_server.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        server = build_mcp(services, fixed_caller=Caller("alice", frozenset()))
-        async with Client(server) as client:
+        async with walker_client(services, Caller("alice", frozenset())) as client:
             for tool, arguments in [
                 ("seats", {}),
                 ("search", {"query": "x"}),

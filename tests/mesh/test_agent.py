@@ -166,14 +166,11 @@ async def test_a_tool_list_push_that_failed_is_pushed_again() -> None:
     assert pushes == [503, 200]
 
 
-async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registration(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registration() -> None:
     """A review: a wrapped server that answers its handshake but never a ``tools/list`` (hung on
     a backend) held the node's registration for good, and with it every other module of the
     machine: none reached the mesh, and a node the navigator forgot never registered again. A
     listing is given up after ``LIST_DEADLINE_S``, and the module keeps the list it last gave."""
-    monkeypatch.setattr("mesh.agent.LIST_DEADLINE_S", 2.0)
     bodies: list[dict[str, Any]] = []
 
     async def register(request: Request) -> JSONResponse:
@@ -188,9 +185,8 @@ async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registratio
     hung_server = build_module(hung)
     async with serving(app) as port, Client(hung_server):  # its lifespan ends the subprocess
         settings = NodeSettings(name="n1", navigator_url=f"http://127.0.0.1:{port}", token="t")
-        agent = NodeAgent(
-            settings, [Assignment(node, build_module(node)), Assignment(hung, hung_server)]
-        )
+        assignments = [Assignment(node, build_module(node)), Assignment(hung, hung_server)]
+        agent = NodeAgent(settings, assignments, list_deadline_s=2.0)
         try:
             with anyio.fail_after(30):
                 await agent.enrol()

@@ -15,7 +15,6 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from mesh.modules import postgres
 from mesh.modules.answers import MAX_MESSAGE_CHARS
 from mesh.modules.postgres import build_postgres_module
 from mesh.modules.turns import Turns
@@ -408,14 +407,15 @@ async def test_a_query_cannot_lift_its_own_timeout_for_later_rows(
 
 
 async def test_a_query_past_the_clients_deadline_is_cancelled_on_the_server(
-    reader: str, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+    reader: str, postgres_server: PostgresServer
 ) -> None:
     """A server that does not stop at its timeout is stopped at the client's deadline: at
     that deadline anyio cancelled psycopg's own cancel request, and the closed connection
     left the backend running (pg_sleep(3600): an hour)."""
-    monkeypatch.setattr(postgres, "DEADLINE_SLACK_S", -28.0)  # the deadline before the server's
     started = time.monotonic()
-    module = build_postgres_module(reader, statement_timeout_s=30, connect_timeout_s=1)
+    module = build_postgres_module(  # the client's deadline before the server's
+        reader, statement_timeout_s=30, connect_timeout_s=1, deadline_slack_s=-28.0
+    )
     async with Client(module) as client:
         text = await refused(client, "query", sql="SELECT pg_sleep(3600)")
     assert "did not answer in time" in text

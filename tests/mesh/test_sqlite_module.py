@@ -135,8 +135,17 @@ def test_two_databases_with_one_name_are_refused(tmp_path: Path, data_dir: Path)
         build_sqlite_module([data_dir, other])
 
 
-def test_the_same_file_twice_is_one_database(data_dir: Path) -> None:
-    build_sqlite_module([data_dir, data_dir / "shop.db"])
+async def test_the_same_file_twice_is_one_database(data_dir: Path) -> None:
+    """A file named on its own and found again in a folder given beside it is served once, under
+    its one name, and not refused as two databases with one name."""
+    server = build_sqlite_module([data_dir, data_dir / "shop.db", data_dir / "." / "shop.db"])
+    async with Client(server) as client:
+        listed = (await ok(client, "list_databases"))["databases"]
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        rows = await ok(client, "query", database="shop", sql="SELECT count(*) AS n FROM customers")
+    assert [db["name"] for db in listed] == ["metrics", "shop"]
+    assert tools["query"].input_schema["properties"]["database"]["enum"] == ["metrics", "shop"]
+    assert rows["rows"] == [[3]]
 
 
 async def test_tables_and_views_are_listed(client: Client[Any]) -> None:

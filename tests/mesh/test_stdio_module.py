@@ -136,12 +136,10 @@ async def test_a_crashed_subprocess_is_started_again(server: FastMCP) -> None:
     assert after["calls"] == 1
 
 
-async def test_an_endless_line_ends_the_session_not_the_node(
-    server: FastMCP, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_an_endless_line_ends_the_session_not_the_node(server: FastMCP) -> None:
     """The SDK's reader keeps a line until its newline comes: unbounded, a server that writes
-    one endless line would take the node's memory with it."""
-    monkeypatch.setattr("mesh.modules.stdio.LINE_CHARS", 1 << 20)
+    one endless line would take the node's memory with it. Past ``LINE_CHARS`` (8 Mi) the
+    session ends."""
     node = psutil.Process(os.getpid())
     async with Client(server) as client:
         before = await count(client)
@@ -155,14 +153,11 @@ async def test_an_endless_line_ends_the_session_not_the_node(
     assert after["pid"] != before["pid"]  # the next call started the subprocess again
 
 
-async def test_a_line_that_is_not_utf_8_does_not_wedge_the_session(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_line_that_is_not_utf_8_does_not_wedge_the_session() -> None:
     """The SDK's reader decoded strictly, and its decoding error ended the reader without ending
     the session: that call and every later one waited out the deadline, for good, with the
     subprocess alive. Such a line is read as any other line that is not JSON."""
-    monkeypatch.setattr("mesh.modules.stdio.CALL_DEADLINE_S", 5.0)
-    async with Client(build_stdio_module("echo", COMMAND)) as client:
+    async with Client(build_stdio_module("echo", COMMAND, call_deadline_s=5.0)) as client:
         before = await count(client)
         stray = await client.call_tool("stray", {}, raise_on_error=False)
         after = await count(client)
@@ -193,13 +188,11 @@ async def test_building_starts_nothing() -> None:
     assert {p.pid for p in psutil.Process(os.getpid()).children()} == before
 
 
-async def test_a_call_the_subprocess_does_not_answer_is_given_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_call_the_subprocess_does_not_answer_is_given_up() -> None:
     """The navigator gives up after its own deadline without the node seeing it go: a call the
     subprocess never answers would hold the node's call (and a synchronous server's thread)."""
-    monkeypatch.setattr("mesh.modules.stdio.CALL_DEADLINE_S", 3.0)
-    async with Client(build_stdio_module("echo", COMMAND)) as deadline_client:
+    server = build_stdio_module("echo", COMMAND, call_deadline_s=3.0)
+    async with Client(server) as deadline_client:
         await count(deadline_client)  # started: the handshake is not the call's to wait for
         started = time.monotonic()
         with pytest.raises(ToolError, match=r"did not answer within 3 s"):

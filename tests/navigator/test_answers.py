@@ -23,12 +23,10 @@ from navigator.errors import NavigatorError, NodeUnavailable, ToolNotGranted, Un
 from navigator.grants import Caller, compile_permissions
 from navigator.nodes import NodeConnections
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.service import WALKER_ARGUMENTS, Navigator
-from navigator.services import Services
-from navigator.settings import NavigatorSettings
 from navigator.tools import WALKER_TOOLS
 from registry import AccessStore, CatalogStore, GrantRecord, GrantSnapshot
+from tests.navigator.inprocess import navigator_at, walker_client
 from tests.navigator.meshes import tools
 from tests.navigator.test_walk import _ROWS as GRANT_ROWS
 from tests.navigator.test_walk import HOLDERS as WALK_HOLDERS
@@ -171,8 +169,7 @@ async def _navigator(tmp_path: Path) -> AsyncIterator[Client[Any]]:
     folder = tmp_path / "dbs"
     folder.mkdir()
     sqlite_tools = await _sqlite_tools(folder)
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         put = services.registrar.put_assignment
         for machine in ("db1", "db2"):
             await put(machine, AssignmentSpec("sqlite", "sqlite", sqlite_tools, endpoint=NOBODY))
@@ -187,7 +184,7 @@ async def _navigator(tmp_path: Path) -> AsyncIterator[Client[Any]]:
             for target in ("db1", "*/node/*", "mesh/notes", "db2/sqlite/list_tables"):
                 access.grant("alice", target, effect="allow")
             access.grant("alice", "db1/sqlite/describe_table", effect="deny")
-        async with Client(build_mcp(services, fixed_caller=ALICE)) as client:
+        async with walker_client(services, ALICE) as client:
             yield client
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,8 +16,9 @@ from joserfc.jwk import OctKey
 
 from navigator.app import build_app
 from navigator.auth import Authenticator, jwt_verifier
-from navigator.console import events
 from navigator.errors import Unauthenticated
+from navigator.limits import LIMITS
+from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
@@ -150,12 +152,9 @@ async def test_the_console_takes_the_jwt_the_admin_api_takes(tmp_path: Path) -> 
     assert page.status_code == 200 and "carol" in page.text
 
 
-async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(tmp_path: Path) -> None:
     """A JWT brings no grant rows with it: the stream reads the viewer's rows itself to notice a
     grant change, as it notices a stored token's."""
-    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
     settings = NavigatorSettings(
         database_url=f"sqlite:///{tmp_path / 'r.db'}",
         jwt_public_key=SECRET,
@@ -163,7 +162,8 @@ async def test_a_jwt_viewers_event_stream_says_when_their_grants_change(
         jwt_issuer="https://idp.example",
         jwt_audience="meshnav",
     )
-    app = build_app(settings)
+    often = replace(LIMITS, console_keepalive_s=0.2)
+    app = build_app(settings, services=Services.create(settings, limits=often))
     registry = Registry(settings.database_url)
 
     def grant(effect: str) -> None:

@@ -3,6 +3,7 @@ the event loop, however many calls of a new contract arrive together."""
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,11 @@ import pytest
 from navigator.errors import InvalidArguments, NodeUnavailable
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
-from navigator.server import running
-from navigator.services import Services
-from navigator.settings import NavigatorSettings
+from navigator.service import Navigator
+from navigator.validation import compile_schema_uncached
 from registry import AccessStore
 from tests.harness import loop_ticks_during
+from tests.navigator.inprocess import navigator_at
 
 TOOL = {
     "name": "lookup",
@@ -27,22 +28,16 @@ TOOL = {
 }
 
 
-async def test_calls_of_a_new_contract_arriving_together_compile_it_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import navigator.service as service
-
+async def test_calls_of_a_new_contract_arriving_together_compile_it_once(tmp_path: Path) -> None:
     compiled: list[float] = []
-    real = service.compile_schema_uncached
 
     def slow_compile(schema: Any) -> Any:
         compiled.append(time.monotonic())
         time.sleep(0.2)  # a schema at the bounds: a fraction of a second, in a worker thread
-        return real(schema)
+        return compile_schema_uncached(schema)
 
-    monkeypatch.setattr(service, "compile_schema_uncached", slow_compile)
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    compiling = functools.partial(Navigator, compile_schema=slow_compile)
+    async with navigator_at(tmp_path, navigator=compiling) as services:
         spec = AssignmentSpec(role="words", module="tools-file", tools=[TOOL])
         await services.registrar.put_assignment("m1", spec)
         with services.registry.transaction() as session:
@@ -76,8 +71,7 @@ async def test_a_tool_with_no_node_is_unavailable_before_anyone_is_asked_to_conf
     """A ``--tools-file`` tool that changes things answered ``confirmation_required``, and only
     the confirmed call ``node_unavailable`` (the README walk): a person confirmed a call that
     could never run. Its arguments are still checked first."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         writes = {**TOOL, "name": "store", "annotations": {"destructiveHint": True}}
         spec = AssignmentSpec(role="words", module="tools-file", tools=[writes])
         await services.registrar.put_assignment("m1", spec)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,18 +21,20 @@ from sqlalchemy import update
 from starlette.applications import Starlette
 
 from navigator.app import build_app
-from navigator.console import events, is_console_path, viewpoint
+from navigator.console import is_console_path
 from navigator.console.events import STREAMS_PER_VIEWER
 from navigator.console.pages import CONSOLE_ROWS
 from navigator.console.render import GrantsListing, grants_page
 from navigator.console.session import COOKIE
 from navigator.grants import Caller
+from navigator.limits import LIMITS, Limits
 from navigator.registrar import AssignmentSpec
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
-from registry import AccessStore, PrincipalRecord, RegistryUnavailable
+from registry import AccessStore, PrincipalRecord, Registry
 from registry.models import Machine
+from tests.navigator.inprocess import LosingRegistry
 
 HOSTILE = '<script>alert("x")</script>'
 QUERY_TOOL = {
@@ -87,12 +89,18 @@ class Console:
 
 
 @asynccontextmanager
-async def console_app(tmp_path: Path, **settings: Any) -> AsyncIterator[Console]:
+async def console_app(
+    tmp_path: Path,
+    limits: Limits = LIMITS,
+    registry: Callable[[str], Registry] = Registry,
+    **settings: Any,
+) -> AsyncIterator[Console]:
     """The navigator's app, serving, with three principals and a small mesh; ``settings`` are
-    the navigator's settings besides its registry."""
-    app = build_app(
-        NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
-    )
+    the navigator's settings besides its registry, ``limits`` and ``registry`` (made from its
+    URL) collaborators of its services."""
+    chosen = NavigatorSettings(**{"database_url": f"sqlite:///{tmp_path / 'r.db'}", **settings})
+    made = Services.create(chosen, limits=limits, registry=registry(chosen.database_url))
+    app = build_app(chosen, services=made)
     async with app.router.lifespan_context(app):
         services: Services = app.state.meshnav
         tokens = {name: mint_token() for name in ("alice", "nobody", "root")}
@@ -547,18 +555,17 @@ async def test_the_grants_page_shows_the_first_rows_and_counts_the_rest(tmp_path
     assert f"The first {CONSOLE_ROWS} of 602 grant rows" in rows
 
 
-async def test_a_listing_longer_than_the_console_reads_says_it_is_cut(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The console follows at most ``MAX_LISTING_PAGES`` pages of a ``seats`` listing: past
-    them, the mesh, a machine and an assignment were drawn as if that were all there is, with
-    the counts of what was read. Each page now says that it is cut, as the grants page does."""
-    monkeypatch.setattr(viewpoint, "MAX_LISTING_PAGES", 1)  # one page of 100 entries
+async def test_a_listing_longer_than_the_console_reads_says_it_is_cut(tmp_path: Path) -> None:
+    """The console follows at most ``Limits.console_listing_pages`` pages of a ``seats``
+    listing: past them, the mesh, a machine and an assignment were drawn as if that were all
+    there is, with the counts of what was read. Each page now says that it is cut, as the grants
+    page does."""
+    one_page = replace(LIMITS, console_listing_pages=1)  # one page of 100 entries
     many = [
         {"name": f"tool_{i:03d}", "description": "A tool.", "inputSchema": {"type": "object"}}
         for i in range(120)
     ]
-    async with console_app(tmp_path) as console:
+    async with console_app(tmp_path, one_page) as console:
         await console.register("db9", AssignmentSpec(role="big", module="big", tools=many))
         for i in range(100):
             await console.register(
@@ -839,13 +846,10 @@ async def test_events_stream_ends_once_the_token_is_revoked(tmp_path: Path) -> N
     assert b"event: change" not in body
 
 
-async def test_events_stream_says_when_the_viewers_grants_change(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_events_stream_says_when_the_viewers_grants_change(tmp_path: Path) -> None:
     """A grant taken from a viewer changes no catalogue, yet their page shows tools they may no
     longer call: their stream says so by the next keep-alive, as does an operator's (the grants
     page lists every row); a viewer whose rows stayed is told nothing."""
-    monkeypatch.setattr(events, "KEEPALIVE_S", 0.2)
 
     async def until(messages: Any, end: bytes) -> bytes:
         body = b""
@@ -858,7 +862,8 @@ async def test_events_stream_says_when_the_viewers_grants_change(
         for row in store.grants("alice"):
             store.revoke_grant(row.id)
 
-    async with console_app(tmp_path) as console, AsyncExitStack() as stack:
+    often = replace(LIMITS, console_keepalive_s=0.2)
+    async with console_app(tmp_path, often) as console, AsyncExitStack() as stack:
         streams = {
             who: await stack.enter_async_context(open_events(console.app, console.tokens[who]))
             for who in ("alice", "root", "nobody")
@@ -905,28 +910,26 @@ async def test_events_stream_says_when_a_machine_stops_answering(tmp_path: Path)
     assert b'"status"' in body
 
 
+class TokenReadsLost(LosingRegistry):
+    """The registry gone for the reads of a token's holder, the check of a viewer."""
+
+    def losing(self, params: Mapping[str, Any]) -> bool:
+        return "token_hash" in params
+
+
 async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """A viewer who cannot be checked because the registry is down is not signed out: the stream
     stays, and the change it could not announce is announced once the viewer is checked again."""
-    async with console_app(tmp_path) as console:
-        authenticator = console.services.authenticator
-        check = authenticator.holder_of
-        down = {"reads": 0}
-
-        def flaky(token_hash: str) -> Any:
-            if down["reads"]:
-                down["reads"] -= 1
-                raise RegistryUnavailable()
-            return check(token_hash)
-
+    async with console_app(tmp_path, registry=TokenReadsLost) as console:
+        registry = console.services.registry
+        assert isinstance(registry, TokenReadsLost)
         async with open_events(console.app, console.tokens["alice"]) as messages:
             with anyio.fail_after(15):
                 await messages.receive()
                 await messages.receive()
-                monkeypatch.setattr(authenticator, "holder_of", flaky)
-                down["reads"] = 1
+                registry.lost = 1
                 await console.register(
                     "db3", AssignmentSpec(role="reports", module="reports", tools=[LIST_TOOL])
                 )
@@ -934,7 +937,7 @@ async def test_events_stream_outlives_a_registry_it_cannot_read_for_a_while(
                 while b"event: change" not in body and b"signed-out" not in body:
                     body += (await messages.receive())["body"]
     assert b"signed-out" not in body
-    assert down["reads"] == 0  # the registry was down for one check, and the stream waited it out
+    assert registry.lost == 0  # the registry was down for one check, and the stream waited it out
 
 
 async def test_open_streams_are_bounded_per_viewer_and_given_back(tmp_path: Path) -> None:

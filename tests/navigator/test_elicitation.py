@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
-from fastmcp import Client, FastMCP
+from fastmcp import FastMCP
 from fastmcp.server.elicitation import handle_elicit_accept, parse_elicit_response_type
 
 from navigator.confirmation import Question
@@ -28,12 +28,11 @@ from navigator.errors import (
 )
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.services import Services
-from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.harness import serving
+from tests.navigator.inprocess import navigator_at, walker_client
 
 
 def _context(elicitation: mt.ElicitationCapability | None, *, modern: bool) -> Any:
@@ -98,8 +97,10 @@ async def _wiping(tmp_path: Path) -> AsyncIterator[tuple[Services, str, list[str
         ran.append(target)
         return "wiped"
 
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with serving(node.http_app(path="/mcp"), lifespan="on") as port, running(services):
+    async with (
+        serving(node.http_app(path="/mcp"), lifespan="on") as port,
+        navigator_at(tmp_path) as services,
+    ):
         url = f"http://127.0.0.1:{port}/mcp"
         spec = AssignmentSpec(role="r", module="x", tools=[WIPE], endpoint=url)
         await services.registrar.put_assignment("m1", spec)
@@ -191,8 +192,7 @@ async def test_a_credential_that_dies_while_a_person_is_asked_runs_nothing(
 async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Path) -> None:
     """A token issued for a call of one contract ran the call of another put at the same address
     within its 120 s (a review: "Now wipes the whole disk."); it is bound to the contract too."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         tool = {"name": "wipe", "inputSchema": {"type": "object"}}
         nobody = "http://127.0.0.1:9/mcp"  # calls get as far as forwarding, and stop there
 
@@ -222,17 +222,14 @@ async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Pa
             await call(again.value.extra["confirm"])
 
 
-def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_request_state_redeems_once_until_it_expires_and_is_then_forgotten() -> None:
     """Redeemed nonces were pruned by rebuilding the whole table on every redemption once more
     than 4,096 were live: quadratic in the live nonces, which a client grows at two requests a
     nonce. They are forgotten in expiry order now; a state still redeems once, for any name."""
     from navigator import elicitation
 
     clock = [1_000_000.0]
-    monkeypatch.setattr(elicitation.time, "time", lambda: clock[0])
-    signer = elicitation._StateSigner()
+    signer = elicitation._StateSigner(clock=lambda: clock[0])
     states = [signer.sign(f"p{i}\nlone\ud800") for i in range(40_000)]
     started = time.monotonic()
     assert all(signer.redeem(s, f"p{i}\nlone\ud800") for i, s in enumerate(states))
@@ -258,8 +255,8 @@ async def test_the_person_is_asked_in_words_not_in_code(tmp_path: Path, mode: st
     async with _wiping(tmp_path) as (services, _url, ran):
         with services.registry.transaction() as session:
             AccessStore(session).grant("carol", "m1/r/*", effect="allow")
-        server = build_mcp(services, fixed_caller=Caller("carol", frozenset()))
-        async with Client(server, elicitation_handler=handler, mode=mode) as client:  # type: ignore[arg-type]
+        carol = Caller("carol", frozenset())
+        async with walker_client(services, carol, elicitation_handler=handler, mode=mode) as client:
             answer = await client.call_tool_mcp("call", {"address": "m1/r/wipe", "args": {}})
     assert answer.is_error and ran == []
     ((message, schema),) = asked
@@ -278,8 +275,7 @@ async def test_the_person_is_asked_in_words_not_in_code(tmp_path: Path, mode: st
 async def test_a_confirm_token_says_why_the_tool_needs_one(tmp_path: Path) -> None:
     """A tool with no annotations was said to change things; it declares no read-only hint,
     which is what the answer says now, beside a tool that declares it is not read-only."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         writes = {**WIPE, "name": "write", "annotations": {"readOnlyHint": False}}
         spec = AssignmentSpec(role="r", module="x", tools=[WIPE, writes], endpoint=NOBODY)
         await services.registrar.put_assignment("m1", spec)

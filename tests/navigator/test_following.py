@@ -25,6 +25,7 @@ from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore, CatalogStore, Registry, RegistryUnavailable
 from registry.database import STATEMENT_TIMEOUT_S
+from tests.navigator.inprocess import navigator_at
 from tests.postgres_server import PostgresServer
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
@@ -37,8 +38,7 @@ def _addresses(view: Catalog) -> set[str]:
 async def test_a_view_behind_the_pruned_log_reloads_instead_of_missing_changes(
     tmp_path: Path,
 ) -> None:
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         other = Catalog(services.registry)  # a second navigator's view, loaded now
         await other.load()
         for machine in ("m1", "m2"):
@@ -54,8 +54,7 @@ async def test_a_view_behind_the_pruned_log_reloads_instead_of_missing_changes(
 
 
 async def test_a_current_view_catches_up_from_the_log_after_a_prune(tmp_path: Path) -> None:
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         spec = AssignmentSpec(role="books", module="tools-file", tools=TOOLS)
         await services.registrar.put_assignment("m1", spec)
         other = Catalog(services.registry)
@@ -83,9 +82,8 @@ async def test_an_assignment_registered_again_removes_only_the_tools_that_left(
 ) -> None:
     """Removing a document costs each of its terms' postings (a third of a second for 50 tools
     at 100,000): an unchanged node registering again removed and re-indexed every tool."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
     extra = {"name": "shelve", "description": "Shelve a book.", "inputSchema": {"type": "object"}}
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         both = AssignmentSpec(role="books", module="tools-file", tools=[*TOOLS, extra])
         await services.registrar.put_assignment("m1", both)
         index = services.catalog.index
@@ -115,8 +113,7 @@ async def test_a_machines_unchanged_assignments_are_not_placed_again_by_a_change
     assignment of it was placed again, each tool's contract decoded and its document made, the
     event loop held for the whole machine's tools (50 ms for 600) when one of them changed.
     An assignment read back as it is placed stays as it is; a changed mark does not."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         for role in ("books", "films"):
             spec = AssignmentSpec(role=role, module="tools-file", tools=TOOLS)
             await services.registrar.put_assignment("m1", spec)
@@ -152,8 +149,7 @@ async def test_a_heartbeat_announces_its_own_machine_and_a_refresh_every_silent_
 ) -> None:
     """A heartbeat noted by this navigator announces its machine's status at once; the other
     machines' moves wait for the next refresh, which announces each of them once."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         view = services.catalog
         for machine in ("m1", "m2", "m3"):
             spec = AssignmentSpec(role="books", module="tools-file", tools=TOOLS)
@@ -182,8 +178,7 @@ async def test_a_retired_machine_takes_its_tools_out_of_search_at_once(
     machine retired between the two reads comes with the heartbeats first. Its record said
     retired while its tools stayed indexed, so every search ranking one of them failed whole as
     unknown_tool until the next catch-up. Whichever read comes first, its tools go at once."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         for machine, name in (("m1", "lookup"), ("m2", "lookup_all")):  # not one collapsed hit
             tools = [{**TOOLS[0], "name": name}]
             spec = AssignmentSpec(role="books", module="tools-file", tools=tools)
@@ -246,9 +241,8 @@ async def test_an_older_read_of_a_machine_is_never_applied_over_a_newer_one(
     moved with the heartbeats — and is slow to apply it; meanwhile web1's assignment is retired
     and a registrar's catch-up applies that. Applied after it, the older read showed the retired
     assignment live, and the log position, past both, never fixed it."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
     spec = AssignmentSpec(role="logs", module="tools-file", tools=TOOLS)
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         await services.registrar.put_assignment("web1", spec)
         if slow == "heartbeat refresh":
             await services.registrar.retire("web1", None)

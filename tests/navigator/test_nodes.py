@@ -26,12 +26,12 @@ from navigator.grants import Caller
 from navigator.limits import LIMITS
 from navigator.nodes import NodeConnections
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore
 from tests.harness import free_port, serving
+from tests.navigator.inprocess import navigator_at, walker_client
 
 Scope = dict[str, Any]
 
@@ -447,8 +447,7 @@ async def test_a_node_answer_json_cannot_write_is_node_unavailable(
     node = _node().http_app(path="/mcp")
     structured = f'{{"value":{number}}}'
     app = _answering(_legacy_only(node) if legacy else node, structured, streamed=False)
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with serving(app, lifespan="on") as port, running(services):
+    async with serving(app, lifespan="on") as port, navigator_at(tmp_path) as services:
         url = f"http://127.0.0.1:{port}/mcp"
         tools = [
             {"name": name, "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
@@ -458,7 +457,7 @@ async def test_a_node_answer_json_cannot_write_is_node_unavailable(
         await services.registrar.put_assignment("m1", spec)
         with services.registry.transaction() as session:
             AccessStore(session).grant("alice", "m1/r/*", effect="allow")
-        async with Client(build_mcp(services, fixed_caller=Caller("alice", frozenset()))) as client:
+        async with walker_client(services, Caller("alice", frozenset())) as client:
             refused = await client.call_tool_mcp("call", {"address": "m1/r/deep"})
             echoed = await client.call_tool_mcp(
                 "call", {"address": "m1/r/echo", "args": {"text": "after"}}

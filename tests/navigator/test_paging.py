@@ -4,6 +4,7 @@ bound to makes it ``invalid_cursor``; pages hold whole entries and whole schemas
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,16 +17,15 @@ import anyio
 import pytest
 from fastmcp import Client
 
-import navigator.service
 from navigator.catalog import Catalog
 from navigator.errors import InvalidCursor
 from navigator.grants import Caller
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.service import Navigator
 from navigator.services import Services
-from navigator.settings import NavigatorSettings
+from navigator.walk import authorised_contracts, walk
 from registry import AccessStore
+from tests.navigator.inprocess import navigator_at, walker_client
 
 ALICE = Caller("alice", frozenset())
 
@@ -58,15 +58,15 @@ class Mesh:
             return AccessStore(session).grant("alice", target, effect=effect).id
 
     def client(self) -> Client[Any]:
-        return Client(build_mcp(self.services, fixed_caller=ALICE))
+        return walker_client(self.services, ALICE)
 
 
 @asynccontextmanager
-async def mesh_at(tmp_path: Path) -> AsyncIterator[Mesh]:
-    """A navigator in this task (its task group must open and close in one task)."""
-    settings = NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}", cursor_ttl_s=2.0)
-    services = Services.create(settings)
-    async with running(services):
+async def mesh_at(tmp_path: Path, **navigator: Any) -> AsyncIterator[Mesh]:
+    """A navigator in this task (its task group must open and close in one task); ``navigator``
+    are collaborators of its ``Navigator``."""
+    maker = functools.partial(Navigator, **navigator)
+    async with navigator_at(tmp_path, navigator=maker, cursor_ttl_s=2.0) as services:
         found = Mesh(services)
         found.grant("*/*/*")
         await found.register("web1", "logs", _tools(20))
@@ -209,17 +209,16 @@ async def test_seats_pages_after_a_kind_change_hold_every_entry_once(tmp_path: P
             await navigator.seats(ALICE, None, first["nextCursor"], answer_bytes=small)
 
 
-async def test_a_page_without_a_cursor_reads_no_authorised_contracts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_page_without_a_cursor_reads_no_authorised_contracts(tmp_path: Path) -> None:
     """Only a page that opens or issues a cursor reads what a cursor binds (ADR 0028): a walk of
     the assignments for an administrator at 100,000 tools."""
     read: list[object] = []
-    shipped = navigator.service.authorised_contracts
-    monkeypatch.setattr(
-        navigator.service, "authorised_contracts", lambda *a: read.append(a) or shipped(*a)
-    )
-    async with mesh_at(tmp_path) as mesh:
+
+    def counted(*args: Any) -> str:
+        read.append(args)
+        return authorised_contracts(*args)
+
+    async with mesh_at(tmp_path, authorised_contracts=counted) as mesh:
         async with mesh.client() as client:
             one = {"query": "rotate logs", "within": "web1/logs/rotate_logs_3"}
             whole = await _call(client, "search", one)
@@ -236,11 +235,9 @@ async def test_a_page_without_a_cursor_reads_no_authorised_contracts(
 
 
 async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'r.db'}"
     cursors = []
     for _ in range(2):
-        services = Services.create(NavigatorSettings(database_url=url))
-        async with running(services):
+        async with navigator_at(tmp_path) as services:
             mesh = Mesh(services)
             if not cursors:
                 mesh.grant("*/*/*")
@@ -259,13 +256,16 @@ async def test_a_restart_invalidates_cursors(tmp_path: Path) -> None:
                     )
 
 
-async def test_seats_pages_with_a_cursor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_seats_pages_with_a_cursor(tmp_path: Path) -> None:
     """Later pages are slices of the listing the first page walked: the top of ``seats`` walks
     every machine, tens of milliseconds at 100,000 tools for each page."""
     walks: list[object] = []
-    walk = navigator.service.walk
-    monkeypatch.setattr(navigator.service, "walk", lambda *a: walks.append(a) or walk(*a))
-    async with mesh_at(tmp_path) as mesh:
+
+    def counted(*args: Any) -> dict[str, Any]:
+        walks.append(args)
+        return walk(*args)
+
+    async with mesh_at(tmp_path, walk=counted) as mesh:
         for i in range(120):
             await mesh.register(f"m{i:03d}", "logs", _tools(1))
         async with mesh.client() as client:

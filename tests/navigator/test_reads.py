@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import pytest
 
-import navigator.reads
 from navigator.grants import Caller
 from navigator.reads import Progress, long_read, short_read
 from navigator.registrar import AssignmentSpec
@@ -27,10 +26,7 @@ from registry.database import STATEMENT_TIMEOUT_S
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
 
 
-async def test_a_read_the_registry_never_answers_is_given_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(navigator.reads, "STATEMENT_TIMEOUT_S", 0.2)
+async def test_a_read_the_registry_never_answers_is_given_up() -> None:
     registry: Any = SimpleNamespace(reads_inline=False)
     thawed = threading.Event()
 
@@ -40,20 +36,17 @@ async def test_a_read_the_registry_never_answers_is_given_up(
 
     started = time.monotonic()
     with anyio.fail_after(10), pytest.raises(RegistryUnavailable):
-        await short_read(registry, frozen)
+        await short_read(registry, frozen, timeout_s=0.2)
     waited = time.monotonic() - started
     thawed.set()  # the abandoned worker finishes on its own
     assert waited < 5  # given up near its bound (0.2 s), not when the server woke
     assert await short_read(registry, lambda: "answered") == "answered"
 
 
-async def test_a_long_read_goes_on_while_it_reads_and_is_given_up_when_it_stops(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_long_read_goes_on_while_it_reads_and_is_given_up_when_it_stops() -> None:
     """A whole catalogue's load takes longer than any one read's bound, so its bound is on a
     wait between rows. It had none: on a connection that never answered, the load (and the
     follow loop, and every later change) waited for good."""
-    monkeypatch.setattr(navigator.reads, "STATEMENT_TIMEOUT_S", 0.3)
     registry: Any = SimpleNamespace(reads_inline=False)
     thawed = threading.Event()
 
@@ -68,10 +61,10 @@ async def test_a_long_read_goes_on_while_it_reads_and_is_given_up_when_it_stops(
         return rows
 
     with anyio.fail_after(10):
-        assert await long_read(registry, reading, 20, False) == 20
+        assert await long_read(registry, reading, 20, False, timeout_s=0.3) == 20
         started = time.monotonic()
         with pytest.raises(RegistryUnavailable):
-            await long_read(registry, reading, 5, True)
+            await long_read(registry, reading, 5, True, timeout_s=0.3)
     assert time.monotonic() - started < 5
     thawed.set()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psycopg
@@ -19,6 +18,7 @@ from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore, RegistryUnavailable
 from registry.catalog import CATALOG_WRITES_LOCK
+from tests.navigator.inprocess import LosingRegistry, navigator_at
 from tests.postgres_server import PostgresServer
 
 TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object"}}]
@@ -27,8 +27,7 @@ TOOLS = [{"name": "lookup", "description": "Look a thing up.", "inputSchema": {"
 async def test_the_scope_holders_row_follows_the_modules_scopes(tmp_path: Path) -> None:
     """Registered again with other scopes, the module's ``*`` row takes them: the holders of a
     scope it no longer declares lose the tools (the row used to be kept beside the new one)."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
 
         async def register(scopes: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
             spec = AssignmentSpec(role="books", module="books", tools=TOOLS, scopes=scopes)
@@ -53,8 +52,7 @@ async def test_a_module_registered_again_declaring_no_scopes_keeps_no_scope_hold
     row (an unscoped one would grant its tools to everyone), and the row an earlier
     registration wrote for ``team:a`` goes with the scope: it was kept, and the holders of a
     scope the module no longer declares kept its tools."""
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
 
         async def register(scopes: list[str]) -> tuple[list[tuple[str, str, tuple[str, ...]]], int]:
             spec = AssignmentSpec(role="books", module="books", tools=TOOLS, scopes=scopes)
@@ -89,8 +87,7 @@ async def test_a_tool_json_cannot_carry_is_refused_and_the_rest_registered(tmp_p
         {"name": "elsewhere", "inputSchema": {"type": "object"}, "x-note": float("nan")},
         *TOOLS,
     ]
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         spec = AssignmentSpec(role="books", module="books", tools=tools)
         result = await services.registrar.put_assignment("m1", spec)
         live = sorted(tool.address for tool in services.catalog.tools())
@@ -112,8 +109,7 @@ async def test_a_tool_whose_annotations_are_not_an_object_is_refused(tmp_path: P
         {"name": "none", "annotations": None, "inputSchema": {"type": "object"}},
         {"name": "hinted", "annotations": {"title": "Hinted"}, "inputSchema": {"type": "object"}},
     ]
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         spec = AssignmentSpec(role="books", module="books", tools=tools)
         result = await services.registrar.put_assignment("m1", spec)
         titles = {tool.name: tool.title for tool in services.catalog.tools()}
@@ -130,8 +126,7 @@ async def test_a_nodes_changed_tool_list_leaves_its_calls_in_flight_alone(tmp_pa
     endpoint and the client's connections to it are as good as before."""
     from tests.navigator.test_nodes import _serving
 
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services), _serving() as url:
+    async with navigator_at(tmp_path) as services, _serving() as url:
 
         def spec(*names: str) -> AssignmentSpec:
             tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
@@ -176,8 +171,7 @@ async def test_a_tool_nested_past_the_bound_is_refused_and_the_rest_registered(
         {"name": "listed", "inputSchema": {"type": "object"}, "x-list": _nested_list(128)},
         *TOOLS,
     ]
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         spec = AssignmentSpec(role="books", module="books", tools=tools)
         result = await services.registrar.put_assignment("m1", spec)
         live = sorted(tool.address for tool in services.catalog.tools())
@@ -194,28 +188,18 @@ def _nested_list(levels: int) -> list[object]:
 
 
 async def test_a_change_that_committed_is_answered_as_made_though_its_read_back_fails(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """The registry lost between the commit and this navigator's read of the change log: the
     registration answered ``registry_unavailable`` for a change it had made. It answers what it
     registered, and the follower applies the change from the log when the registry answers."""
-    import navigator.catalog
-
-    reads = navigator.catalog.short_read
-    lost = [True]
-
-    async def short_read(*args: Any) -> Any:
-        if lost[0]:
-            lost[0] = False
-            raise RegistryUnavailable()
-        return await reads(*args)
-
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
-        monkeypatch.setattr(navigator.catalog, "short_read", short_read)
+    async with navigator_at(tmp_path, registry=LosingRegistry) as services:
+        registry = services.registry
+        assert isinstance(registry, LosingRegistry)
+        registry.lost = 1
         spec = AssignmentSpec(role="books", module="books", tools=TOOLS)
         result = await services.registrar.put_assignment("m1", spec)
-        assert not lost[0]  # the read back did fail
+        assert registry.lost == 0  # the read back did fail
         with anyio.fail_after(10):  # the follower's turn comes within a second
             while not (live := sorted(tool.address for tool in services.catalog.tools())):
                 await anyio.sleep(0.05)

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,10 +132,12 @@ ADDRESSES = [
 ]
 
 
-def _listing(catalog: Catalog, permissions: Permissions, address: str | None) -> object:
+def _listing(
+    catalog: Catalog, permissions: Permissions, address: str | None, **walking: Any
+) -> object:
     try:
         parsed = None if address is None else parse_walk_address(address)
-        return walk_module.walk(catalog, permissions, parsed)
+        return walk_module.walk(catalog, permissions, parsed, **walking)
     except UnknownTool:
         return "nothing here"
 
@@ -146,9 +149,10 @@ def test_every_listing_is_that_of_deciding_every_tool(
 ) -> None:
     permissions = _permissions(rows)
     quick = {address: _listing(catalog, permissions, address) for address in ADDRESSES}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(walk_module, "_holdings", every_tool_decided)
-        slow = {address: _listing(catalog, permissions, address) for address in ADDRESSES}
+    slow = {
+        address: _listing(catalog, permissions, address, holdings_of=every_tool_decided)
+        for address in ADDRESSES
+    }
     assert quick == slow
 
 

@@ -12,17 +12,16 @@ from typing import Any
 
 import httpx
 import pytest
-from fastmcp import Client
 
 from navigator.app import build_app
 from navigator.errors import ToolValidationUnavailable
 from navigator.limits import LIMITS
 from navigator.registrar import MAX_DEFINITION_DEPTH, AssignmentSpec
-from navigator.server import build_mcp
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore, NewTool
+from tests.navigator.inprocess import walker_client
 from tests.navigator.test_paging import ALICE, Mesh, _call, mesh_at
 
 COUNT_TOOL = {
@@ -313,7 +312,7 @@ async def test_a_stdio_navigator_reads_its_principal_again_on_every_request(
         access(lambda s: s.add_principal("solo", scopes=[], token_hash=hash_token(token)))
         access(lambda s: s.grant("solo", "web1/logs/*", effect="allow"))
         address = {"address": "web1/logs/rotate_logs_1"}
-        async with Client(build_mcp(mesh.services, token=token)) as client:
+        async with walker_client(mesh.services, token=token) as client:
             before = await _call(client, "describe", address)
             access(lambda s: s.grant("solo", "web1/logs/rotate_logs_1", effect="deny"))
             denied = await _call(client, "describe", address)

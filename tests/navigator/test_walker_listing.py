@@ -7,13 +7,10 @@ import json
 import re
 from pathlib import Path
 
-from fastmcp import Client
-
 from navigator.limits import LIMITS
 from navigator.registrar import AssignmentSpec
-from navigator.server import build_mcp, running
 from navigator.services import Services
-from navigator.settings import NavigatorSettings
+from tests.navigator.inprocess import navigator_at, walker_client
 
 TOOLS = [
     {"name": f"tool_{i}", "description": f"Does thing {i}.", "inputSchema": {"type": "object"}}
@@ -22,7 +19,7 @@ TOOLS = [
 
 
 async def _listing(services: Services) -> str:
-    async with Client(build_mcp(services)) as client:
+    async with walker_client(services) as client:
         tools = await client.list_tools()
     dumped = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
     return json.dumps(dumped, separators=(",", ":"))
@@ -35,8 +32,7 @@ async def _register(services: Services, start: int, stop: int) -> None:
 
 
 async def test_listing_is_the_four_walker_tools_at_3_and_300_assignments(tmp_path: Path) -> None:
-    services = Services.create(NavigatorSettings(database_url=f"sqlite:///{tmp_path / 'r.db'}"))
-    async with running(services):
+    async with navigator_at(tmp_path) as services:
         await _register(services, 0, 3)
         small = await _listing(services)
         await _register(services, 3, 300)

@@ -1,0 +1,173 @@
+"""The house's rules that a reader of one file cannot see (issue 32), read from the source with
+``ast``: tests reach the project's behaviour through its settings and collaborators, never by
+replacing its names in place, and the node agent (``mesh/``) stands on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = frozenset({"navigator", "registry", "mesh", "meshnav"})
+
+#: Tests whose patches of the project are being replaced on another branch at the same time (the
+#: search index's): allowed until that branch is merged, then this set is emptied.
+PATCHES_BEING_REMOVED = frozenset(
+    {"tests/navigator/test_search.py", "tests/navigator/test_search_build.py"}
+)
+
+
+def _imported_names(tree: ast.AST) -> dict[str, str]:
+    """Each name a module's imports bind (anywhere in it, a function's own imports included), to
+    the dotted path of what it is bound to."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:  # ``import a.b`` binds ``a``
+                    root = alias.name.split(".")[0]
+                    names[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _dotted(node: ast.expr, names: dict[str, str]) -> str | None:
+    """The dotted path an expression names, through the imports; None for anything else (a
+    local object, a call's result)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        owner = _dotted(node.value, names)
+        return f"{owner}.{node.attr}" if owner else None
+    return None
+
+
+PATCHERS = frozenset(
+    {"unittest.mock.patch", "unittest.mock.patch.object", "mock.patch", "mock.patch.object"}
+)
+
+
+def _is_patch(call: ast.Call, names: dict[str, str]) -> bool:
+    """``<monkeypatch>.setattr(...)``, ``mock.patch(...)``, ``mock.patch.object(...)`` however
+    ``patch`` was imported, or pytest-mock's ``mocker.patch(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "setattr":
+        return not (isinstance(func.value, ast.Name) and func.value.id == "object")
+    if (_dotted(func, names) or "") in PATCHERS:
+        return True
+    while isinstance(func, ast.Attribute) and func.attr in ("patch", "object"):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "mocker" and func is not call.func
+
+
+def project_patches(source: str) -> Iterator[tuple[int, str]]:
+    """The line and target of each patch in ``source`` that replaces a name of the project."""
+    tree = ast.parse(source)
+    names = _imported_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and _is_patch(node, names):
+            target = _dotted(node.args[0], names)
+            if target and target.split(".")[0] in PROJECT:
+                yield node.lineno, target
+
+
+def _python_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_the_patch_finder_sees_both_forms_and_only_the_projects() -> None:
+    sample = """
+import sys
+import fastmcp
+import navigator.service
+import navigator.catalog as catalog
+from navigator import elicitation
+from mesh.modules import postgres
+from unittest import mock
+from unittest.mock import patch
+
+def test(monkeypatch):
+    import registry.database
+    monkeypatch.setattr("mesh.agent.LIST_DEADLINE_S", 2.0)
+    monkeypatch.setattr(navigator.service, "walk", len)
+    monkeypatch.setattr(catalog, "short_read", len)
+    monkeypatch.setattr(elicitation.time, "time", len)
+    monkeypatch.setattr(postgres, "DEADLINE_SLACK_S", 1.0)
+    monkeypatch.setattr(registry.database, "make_engine", len)
+    mock.patch("meshnav.serve.serve_navigator")
+    patch.object(postgres, "DEADLINE_SLACK_S", 1.0)
+    mocker.patch("navigator.limits.LIMITS")
+    monkeypatch.setattr("sys.argv", [])
+    monkeypatch.setattr(sys, "argv", [])
+    monkeypatch.setattr(fastmcp.settings, "json_response", True)
+    monkeypatch.setenv("MESHNAV_TOKEN", "x")
+"""
+    found = [target for _, target in project_patches(sample)]
+    assert found == [
+        "mesh.agent.LIST_DEADLINE_S",
+        "navigator.service",
+        "navigator.catalog",
+        "navigator.elicitation.time",
+        "mesh.modules.postgres",
+        "registry.database",
+        "meshnav.serve.serve_navigator",
+        "mesh.modules.postgres",
+        "navigator.limits.LIMITS",
+    ]
+
+
+def test_no_test_patches_the_projects_own_modules() -> None:
+    """A test that replaces a module's name in place tests that path, and breaks when the name
+    moves though nothing it checks did: settings, collaborators passed in, or the real thing."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for path in _python_files("tests")
+        if path.relative_to(ROOT).as_posix() not in PATCHES_BEING_REMOVED
+        for line, target in project_patches(path.read_text())
+    ]
+    assert found == []
+
+
+def imported_modules(source: str) -> Iterator[tuple[int, str]]:
+    """The line and absolute module of each import in ``source`` (relative ones stay inside)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+
+
+def test_the_import_reader_sees_every_form() -> None:
+    sample = """
+import navigator
+from registry.errors import NotFound
+from . import spec
+
+def late():
+    import navigator.limits as limits
+"""
+    assert [module for _, module in imported_modules(sample)] == [
+        "navigator",
+        "registry.errors",
+        "navigator.limits",
+    ]
+
+
+def test_the_node_agent_imports_neither_the_navigator_nor_the_registry() -> None:
+    """``mesh/`` is what runs on every machine: it carries neither the navigator nor the
+    registry's database layer with it."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in _python_files("mesh")
+        for line, module in imported_modules(path.read_text())
+        if module.split(".")[0] in ("navigator", "registry")
+    ]
+    assert found == []
