@@ -484,9 +484,10 @@ class Navigator:
             raise
         finally:
             self._record(caller, "call", address, seen.outcome, seen, started)
+            # a tool's address; never one the caller typed that names no tool it may call
             logger.info(
                 "call %s by %s: %s in %.1f ms",
-                address,
+                seen.address or "of no tool it may call",
                 caller.principal,
                 seen.outcome,
                 (time.perf_counter() - started) * 1000,
@@ -558,6 +559,7 @@ class Navigator:
     ) -> CallToolResult:
         with tracing.span("grants"):
             tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
+        seen.address = tool.address
         tracing.annotate(address=tool.address)
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema
             raise InvalidArguments("The arguments must be an object.", extra={"pointer": ""})
@@ -627,6 +629,8 @@ class _Seen:
     row: GrantRecord | None = None
     args_digest: str | None = None
     outcome: str = "ok"
+    #: The tool's address once it is found and allowed: what the log may name (SPEC §10).
+    address: str | None = None
 
 
 def _digest_or_none(arguments: dict[str, Any]) -> str | None:

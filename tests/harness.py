@@ -151,20 +151,32 @@ class MeshHarness:
             )
 
     def start_navigator(self, port: int | None = None) -> str:
-        port = port or free_port()
-        self.navigator = self._spawn(
-            [
-                "navigator",
-                "serve",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--database",
-                self.database_url,
-            ],
-            "navigator.log",
-        )
-        self.navigator_url = f"http://127.0.0.1:{port}"
-        _wait_http(self.navigator_url + "/healthz", self.navigator, self.root / "navigator.log")
+        """A navigator on ``port``, or on a free one: another process of the suite may take a
+        port between ``free_port`` and the bind, so a chosen port taken meanwhile is chosen
+        again (a port asked for is not)."""
+        for attempt in range(1 if port else 3):
+            chosen = port or free_port()
+            self.navigator = self._spawn(
+                [
+                    "navigator",
+                    "serve",
+                    "--listen",
+                    f"127.0.0.1:{chosen}",
+                    "--database",
+                    self.database_url,
+                ],
+                "navigator.log",
+            )
+            self.navigator_url = f"http://127.0.0.1:{chosen}"
+            try:
+                _wait_http(
+                    self.navigator_url + "/healthz", self.navigator, self.root / "navigator.log"
+                )
+            except RuntimeError as error:
+                if port or attempt == 2 or "Address already in use" not in str(error):
+                    raise
+                continue
+            break
         return self.navigator_url
 
     def stop_navigator(self) -> None:

@@ -24,7 +24,10 @@ def test_walker_reference_is_current() -> None:
 
 # ---- every meshnav command the README and the operator's reference show is one the CLI takes ----
 
-DOCS = [Path(__file__).resolve().parents[1] / name for name in ("README.md", "docs/operating.md")]
+DOCS = [
+    Path(__file__).resolve().parents[1] / name
+    for name in ("README.md", "docs/operating.md", "docs/identity.md")
+]
 
 
 def _shown_commands(page: Path) -> list[list[str]]:
@@ -71,6 +74,8 @@ def _parse_down(arguments: list[str]) -> object:
     context = command.make_context("meshnav", list(arguments))
     while isinstance(command, TyperGroup):
         rest = [*context._protected_args, *context.args]
+        if not rest:  # a group that runs itself (``meshnav audit --since 1h``)
+            break
         name, found, rest = command.resolve_command(context, rest)
         assert found is not None and name is not None
         command = found
