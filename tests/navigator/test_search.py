@@ -9,13 +9,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import navigator.search.index as search_index
 from navigator.addresses import parse_pattern
 from navigator.grants import Caller, Permissions, compile_permissions
 from navigator.search import (
@@ -851,7 +849,8 @@ def test_tools_hidden_from_a_caller_never_change_which_tools_it_finds(
         )
         for holder, role, name, text in tools
     }
-    everything = index_of(*documents.values())
+    everything = SearchIndex(side_texts=side_texts)
+    everything.upsert(documents.values())
     own = index_of(*(d for a, d in documents.items() if permissions.permits(a)))
     query = " ".join(words)
 
@@ -863,13 +862,9 @@ def test_tools_hidden_from_a_caller_never_change_which_tools_it_finds(
 
     for offset in (0, 2):
         alone = own.search(query, permits=permissions, within=within, offset=offset, limit=3)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(search_index, "SIDE_TEXTS", side_texts)
-            for asked in (permissions, permissions.permits):  # with the shortcuts, and without
-                page = everything.search(
-                    query, permits=asked, within=within, offset=offset, limit=3
-                )
-                assert page == alone
+        for asked in (permissions, permissions.permits):  # with the shortcuts, and without
+            page = everything.search(query, permits=asked, within=within, offset=offset, limit=3)
+            assert page == alone
     if within is not None:
         inside = (d for a, d in documents.items() if permissions.permits(a) and within(a))
         assert found(everything) == found(index_of(*inside))
@@ -1129,31 +1124,21 @@ def test_a_caller_refused_everything_is_asked_about_nothing() -> None:
     assert asked == [] and blocked.reach == ()
 
 
-def test_many_grant_sets_searching_in_turn_are_each_measured_once_per_change(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_many_grant_sets_searching_in_turn_are_each_measured_once_per_change() -> None:
     """A review: the index kept 64 callers' parts, so with a 65th grant set searching in turn
     every search measured its caller's part again (~10 ms at 100,000 tools, against ~2 for a kept
     one). Parts are kept up to a weight in bytes — a few hundred at that size — least recently
     used dropped first (``WeightedCache``), and all of them dropped when the index changes."""
     index = index_of(*(doc(f"m{n:03d}/app/sync_{n}", "Sync the calendar.") for n in range(300)))
-    measured: list[object] = []
-    measure = SearchIndex._measure_own
-
-    def counted(self: SearchIndex, *args: Any) -> object:
-        measured.append(args[0])
-        return measure(self, *args)
-
-    monkeypatch.setattr(SearchIndex, "_measure_own", counted)
     callers = [(n, grants((f"m{n:03d}", "allow"))) for n in range(200)]
     for _ in range(2):
         for n, caller in callers:
             assert addresses(index, "sync calendar", permits=caller) == [f"m{n:03d}/app/sync_{n}"]
-    assert len(measured) == len(callers)
+    assert index._own.measured == len(callers)
     index.upsert([doc("m999/app/sync_999", "Sync the calendar.")])  # every part measured again
     for n, caller in callers:
         assert addresses(index, "sync calendar", permits=caller) == [f"m{n:03d}/app/sync_{n}"]
-    assert len(measured) == 2 * len(callers)
+    assert index._own.measured == 2 * len(callers)
 
 
 @pytest.mark.parametrize("machines", [1, 3, 20])
@@ -1171,7 +1156,7 @@ def test_a_callers_own_postings_hold_no_more_than_their_bound(machines: int) -> 
     )
     caller = grants(*((f"m{n:02d}", "allow") for n in range(machines)))
     index.search("word1x", permits=caller)
-    own = index._own.lookup(caller.key, None)
+    own = index._own.lookup(caller.key)
     assert own is not None
     among = own.among
     assert among.postings is not None and among.terms is not None
