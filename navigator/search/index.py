@@ -43,6 +43,8 @@ from navigator.search.own import SIDE_TEXTS, OwnParts, visibility
 from navigator.search.paging import first_hits
 from navigator.search.postings import PostingIndex
 from navigator.search.ranking import RankingSettings, plan_query
+from navigator.search.scoring import document_frequencies
+from navigator.search.scoring import scores as score
 from navigator.search.text import TextAnalyzer
 from navigator.search.thesaurus import related_words
 from navigator.search.vocabulary import Vocabulary
@@ -235,7 +237,7 @@ class SearchIndex:
             looked_at = among.texts if looked_at is None else looked_at & among.texts
         plan = plan_query(
             words,
-            document_frequencies=lambda terms: postings.document_frequencies(terms, among),
+            document_frequencies=lambda terms: document_frequencies(postings, terms, among),
             holder_words=holders_by_word,
             correct=self._vocabulary.correct,
             related=related_words,
@@ -246,7 +248,7 @@ class SearchIndex:
         )
         if plan.empty:
             return []
-        scores = postings.scores(plan.terms, among)
+        scores = score(postings, plan.terms, among)
         bonuses = holder_bonuses(
             members, self._settings, plan.holder_words, holders_by_word, permits, own
         )

@@ -20,7 +20,8 @@ import numpy.typing as npt
 from navigator.caches import WeightedCache
 from navigator.search.audience import Audience
 from navigator.search.members import Members, ToolText, permitted_members
-from navigator.search.postings import Among, PostingIndex
+from navigator.search.postings import PostingIndex
+from navigator.search.scoring import Among, among
 
 __all__ = ["KEPT_AUDIENCE_BYTES", "KEPT_TEXT_TERMS", "SIDE_TEXTS", "Own", "OwnParts", "visibility"]
 
@@ -151,7 +152,7 @@ class OwnParts:
             documents += permitted
         if documents == len(members.documents):
             return None
-        return Own(postings.among(texts, *self._side_terms(texts)), documents)
+        return Own(among(postings, texts, *self._side_terms(texts)), documents)
 
     def _side_terms(self, texts: npt.NDArray[np.bool_]) -> tuple[Counter[str] | None, bool]:
         """How many of the smaller side's texts — those ``texts`` marks, or the others — use

@@ -22,6 +22,7 @@ from navigator.search import (
     SearchPage,
     ToolDocument,
     document_from_tool,
+    scoring,
     shown_holders,
 )
 from navigator.search.text import WRITTEN, TextAnalyzer, split_identifier
@@ -1161,7 +1162,7 @@ def test_a_callers_own_postings_hold_no_more_than_their_bound(machines: int) -> 
     among = own.among
     assert among.postings is not None and among.terms is not None
     for term in among.terms:  # every term of the part read once, as searches would in turn
-        index._postings.scores([(term, 1.0)], among)
+        scoring.scores(index._postings, [(term, 1.0)], among)
     arrays = [array for entry in among.postings.values() for array in entry]
     # a term's arrays may be views of one array found for several terms: its bytes count once
     bases = {id(array.base): array.base for array in arrays if array.base is not None}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from navigator.search import SearchIndex, ToolDocument
 from navigator.search.batch import BatchAnalyzer
 from navigator.search.build import BuildSettings, Work
+from navigator.search.scoring import document_frequencies
 from navigator.search.text import TextAnalyzer
 from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
 
@@ -94,10 +95,10 @@ def built(
 def assert_same(index: SearchIndex, expected: SearchIndex, documents: list[ToolDocument]) -> None:
     assert len(index) == len(expected)
     assert answers(index) == answers(expected)
-    terms = sorted({term for term in expected._postings._terms})
-    assert sorted(index._postings._terms) == terms
-    assert index._postings.document_frequencies(terms) == expected._postings.document_frequencies(
-        terms
+    terms = sorted({term for term in expected._postings.terms})
+    assert sorted(index._postings.terms) == terms
+    assert document_frequencies(index._postings, terms) == document_frequencies(
+        expected._postings, terms
     )
     assert len(index._vocabulary) == len(expected._vocabulary)
     assert {key: text.members for key, text in index._members.texts.items()} == {
