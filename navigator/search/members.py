@@ -25,7 +25,6 @@ __all__ = [
     "Members",
     "Text",
     "ToolText",
-    "group_key",
     "permitted_members",
     "position",
     "text_of",
@@ -38,10 +37,6 @@ GroupKey = tuple[str, str, str]
 Text = tuple[str, str, tuple[tuple[str, str], ...]]
 # (name, title, description, parameters, role): what the analyzer reads of one text
 Analysed = tuple[str, str, str, tuple[tuple[str, str], ...], str]
-
-
-def group_key(document: ToolDocument) -> GroupKey:
-    return (document.role, document.name, document.contract_digest)
 
 
 def text_of(document: ToolDocument) -> Text:
@@ -167,7 +162,7 @@ class Members:
         self, document: ToolDocument, touched: dict[GroupKey, None], pending: list[ToolText]
     ) -> None:
         """Add a document; a text new to the index waits in ``pending`` for its slot."""
-        key = group_key(document)
+        key = (document.role, document.name, document.contract_digest)
         self.documents[document.address] = document
         self.by_holder.setdefault(document.holder, set()).add(document.address)
         if len(self.by_holder[document.holder]) == 1:
@@ -203,7 +198,7 @@ class Members:
         return tool_text, False
 
     def detach(self, document: ToolDocument, touched: dict[GroupKey, None]) -> None:
-        key = group_key(document)
+        key = (document.role, document.name, document.contract_digest)
         del self.documents[document.address]
         on_holder = self.by_holder[document.holder]
         on_holder.discard(document.address)
@@ -233,7 +228,7 @@ class Members:
     # -- lookups -------------------------------------------------------------------------------
 
     def slot_of(self, document: ToolDocument) -> int:
-        return self.texts[group_key(document)].slot
+        return self.texts[(document.role, document.name, document.contract_digest)].slot
 
     def named_slots(self, pattern: Pattern) -> list[Collection[int]]:
         """The texts of the role and of the tool name ``pattern`` names (none, one or both)."""
