@@ -72,7 +72,7 @@ class SearchIndex:
         self._postings = PostingIndex(self._settings)
         self._vocabulary = Vocabulary()
         self._members = Members()
-        self._own = OwnParts(self._members, self._postings, self._terms, side_texts)
+        self._own = OwnParts(self._members, self._postings, self._analyzer, side_texts)
         self._lock = threading.RLock()
 
     def __len__(self) -> int:

@@ -19,9 +19,10 @@ import numpy.typing as npt
 
 from navigator.caches import WeightedCache
 from navigator.search.audience import Audience
-from navigator.search.members import Members, ToolText, permitted_members
+from navigator.search.members import Members, permitted_members, text_terms
 from navigator.search.postings import PostingIndex
 from navigator.search.scoring import Among, among
+from navigator.search.text import TextAnalyzer
 
 __all__ = ["KEPT_AUDIENCE_BYTES", "KEPT_TEXT_TERMS", "SIDE_TEXTS", "Own", "OwnParts", "visibility"]
 
@@ -63,17 +64,19 @@ def _weight(own: Own | None) -> int:
 class OwnParts:
     """Callers' own parts of one index, kept per audience key until the index changes.
 
-    ``terms`` gives a text's distinct terms (analysed again); ``side_texts`` is ``SIDE_TEXTS``.
+    ``analyzer`` analyses a text again for its terms; ``side_texts`` is ``SIDE_TEXTS``. (It holds
+    the index's parts, never the index: an index dropped is freed at once, not by the cyclic
+    collector.)
     ``measured`` counts the parts measured (not found kept) since the index was made.
     """
 
     __slots__ = (
+        "_analyzer",
         "_kept",
         "_members",
         "_postings",
         "_side_texts",
         "_slot_terms",
-        "_terms",
         "measured",
     )
 
@@ -81,12 +84,12 @@ class OwnParts:
         self,
         members: Members,
         postings: PostingIndex,
-        terms: Callable[[ToolText], list[str]],
+        analyzer: TextAnalyzer,
         side_texts: int = SIDE_TEXTS,
     ) -> None:
         self._members = members
         self._postings = postings
-        self._terms = terms
+        self._analyzer = analyzer
         self._side_texts = side_texts
         # audience key -> its own part (None: every tool), as of the index's last change
         self._kept: WeightedCache[Hashable, Own | None] = WeightedCache(
@@ -178,7 +181,9 @@ class OwnParts:
         if kept is not None:
             self._slot_terms.move_to_end(slot)
             return kept
-        kept = self._slot_terms[slot] = self._terms(self._members.by_slot[slot])
+        tool_text = self._members.by_slot[slot]
+        kept = text_terms(self._analyzer, tool_text.key, tool_text.text)
+        self._slot_terms[slot] = kept
         if len(self._slot_terms) > KEPT_TEXT_TERMS:
             self._slot_terms.popitem(last=False)
         return kept

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -1174,3 +1176,24 @@ def test_a_callers_own_postings_hold_no_more_than_their_bound(machines: int) -> 
     )
     assert len(among.postings) == len(among.terms)
     assert held <= among.postings_bound
+
+
+def test_a_dropped_index_is_freed_at_once_not_by_the_cyclic_collector() -> None:
+    """A review: the caller's parts held the index's own bound method, a cycle that left a
+    replaced index (165 MiB at 100,000 tools) to the cyclic collector, whose passes over it
+    doubled the time of building the next one."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        index = SearchIndex()
+        with index.build() as build:
+            build.add([doc(f"m{n:02d}/app/sync_{n}", "Sync the calendar.") for n in range(20)])
+        caller = grants(("m01", "allow"))
+        assert addresses(index, "sync calendar", permits=caller) == ["m01/app/sync_1"]
+        index.upsert([doc("m99/app/sync_99", "Sync the calendar.")])
+        dropped = weakref.ref(index)
+        del index, build
+        assert dropped() is None
+    finally:
+        if enabled:
+            gc.enable()
