@@ -88,7 +88,10 @@ class ForkedWorker:
     the parent's objects is theirs as of then, and whatever it changes stays in the child.
     """
 
-    def __init__(self, work: Callable[[Iterator[Any]], Any]) -> None:
+    def __init__(
+        self, work: Callable[[Iterator[Any]], Any], *, limit_s: int = CHILD_LIMIT_S
+    ) -> None:
+        """``limit_s``: how long the child may run (``CHILD_LIMIT_S``)."""
         to_child, from_parent = os.pipe()[::-1]  # (write end, read end)
         _widen(to_child)
         from_child, to_parent = os.pipe()
@@ -100,7 +103,7 @@ class ForkedWorker:
         if pid == 0:  # pragma: no cover  # the child: measured by the parent's tests, not here
             os.close(to_child)
             os.close(from_child)
-            _run_child(work, from_parent, to_parent)
+            _run_child(work, from_parent, to_parent, limit_s)
         os.close(from_parent)
         os.close(to_parent)
         self._pid = pid
@@ -155,7 +158,7 @@ class ForkedWorker:
 
 
 def _run_child(  # pragma: no cover  # runs in the forked child
-    work: Callable[[Iterator[Any]], Any], from_parent: int, to_parent: int
+    work: Callable[[Iterator[Any]], Any], from_parent: int, to_parent: int, limit_s: int
 ) -> None:
     status = 1  # unless the result is sent: the parent sees the status and does the work itself
     try:
@@ -167,7 +170,7 @@ def _run_child(  # pragma: no cover  # runs in the forked child
             signal.signal(number, signal.SIG_DFL)
         # Forked from a process with other threads: should the work ever wait on a lock one of
         # them held at the fork, the alarm ends the child, and the parent does the work.
-        signal.alarm(CHILD_LIMIT_S)
+        signal.alarm(limit_s)
         with os.fdopen(from_parent, "rb", buffering=1 << 20) as stream:
             result = work(_frames(stream))
         _write_all(to_parent, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))

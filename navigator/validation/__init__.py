@@ -5,17 +5,19 @@ uses the same code through a ``SchemaCache`` of compiled schemas by contract dig
 
     validator   the public surface: compile once per contract, validate per call
     compiler    walks a whole schema once, refusing what cannot be checked
-    keywords    what each supported keyword means
-    nodes       evaluation under the step, depth and size budgets
+    references  the document's $schema dialect, $id and $ref: resolved, loops refused
+    keywords    what each keyword of any type and each in-place applicator means
+    primitives  ... of strings and numbers; structures of objects and arrays
+    evaluation  the compiled nodes, evaluated under the step, depth and size budgets
     patterns    ECMA-262 patterns translated for RE2 (linear time), charsets what classes match
     json_values JSON sizes and equality without recursion
-    limits      the six bounds
+    bounds      the six bounds (ValidationLimits)
 """
 
 from __future__ import annotations
 
+from navigator.validation.bounds import ValidationLimits
 from navigator.validation.json_values import NOT_UNICODE, is_unicode_text
-from navigator.validation.limits import ValidationLimits
 from navigator.validation.validator import (
     CompiledSchema,
     SchemaCache,

@@ -13,14 +13,13 @@ Messages name a keyword only when it is one we know; they never quote the schema
 
 from __future__ import annotations
 
-from string import hexdigits
 from typing import Any, Final
-from urllib.parse import unquote
 
 from navigator.errors import ToolValidationUnavailable
 from navigator.validation import keywords as kw
-from navigator.validation.limits import ValidationLimits
-from navigator.validation.nodes import (
+from navigator.validation import primitives, structures
+from navigator.validation.bounds import ValidationLimits
+from navigator.validation.evaluation import (
     ACCEPT,
     JSON_TYPES,
     REJECT,
@@ -31,6 +30,7 @@ from navigator.validation.nodes import (
     SchemaNode,
 )
 from navigator.validation.patterns import Pattern, compile_pattern
+from navigator.validation.references import References, refuse_unknown_dialect
 
 __all__ = ["KNOWN_KEYWORDS", "compile_document"]
 
@@ -59,14 +59,6 @@ _UNSUPPORTED: Final = frozenset((
 ))  # fmt: skip
 #: Keyword words a message may name: none of them is caller- or author-invented text.
 KNOWN_KEYWORDS: Final = _SUPPORTED | frozenset(_ANNOTATIONS) | _UNSUPPORTED
-_DIALECTS: Final = frozenset(
-    f"{scheme}://json-schema.org/{path}"
-    for scheme in ("http", "https")
-    for path in (
-        "schema", "draft-04/schema", "draft-06/schema", "draft-07/schema",
-        "draft/2019-09/schema", "draft/2020-12/schema",
-    )
-)  # fmt: skip
 # Keywords whose value is one subschema, and those whose value is a non-empty array of them.
 _ONE_SCHEMA: Final = ("additionalProperties", "propertyNames", "contains", "not", "if", "then",
                       "else", "additionalItems")  # fmt: skip
@@ -88,13 +80,6 @@ _NOT_A_SCHEMA = "The tool's schema has a subschema that is neither an object nor
 _UNKNOWN = "The tool's schema uses a keyword the navigator's validator does not know."
 _UNSUPPORTED_KEYWORD = "The tool's schema uses '{keyword}', which the validator does not support."
 _TOO_DEEP = "The tool's schema nests deeper than {limit} levels."
-_BAD_REF = (
-    "The tool's schema has a '$ref' that is not a local JSON Pointer into '#', "
-    "'#/$defs' or '#/definitions' of the same document."
-)
-_REF_LOOP = "The tool's schema has a '$ref' loop that consumes no input, so it would never end."
-_BAD_ID = "The tool's schema has an '$id' below its root or with a fragment; '$ref' is ambiguous."
-_BAD_DIALECT = "The tool's schema names a '$schema' dialect the validator does not know."
 _PROGRAM = (
     "The tool's schema's patterns together are larger than the linear-time engine's bound of "
     "{limit} instructions."
@@ -123,35 +108,10 @@ def _unique_strings(value: Any) -> bool:
     )
 
 
-def _ref_pointer(ref: Any) -> tuple[str, ...]:
-    """The JSON Pointer tokens of a local ``$ref`` (percent-decoded, ``~1``/``~0`` unescaped)."""
-    if type(ref) is not str or not ref.startswith("#"):
-        raise _refuse(_BAD_REF)
-    fragment = ref[1:]
-    for chunk in fragment.split("%")[1:]:
-        if len(chunk) < 2 or not set(chunk[:2]) <= set(hexdigits):
-            raise _refuse(_BAD_REF)
-    try:
-        fragment = unquote(fragment, errors="strict")
-    except UnicodeDecodeError:
-        raise _refuse(_BAD_REF) from None
-    if not fragment:
-        return ()
-    tokens = fragment.split("/")
-    if tokens[0] != "" or tokens[1] not in ("$defs", "definitions"):
-        raise _refuse(_BAD_REF)  # a plain-name anchor, or a pointer outside the definitions
-    if any("~" in token.replace("~0", "").replace("~1", "") for token in tokens):
-        raise _refuse(_BAD_REF)
-    return tuple(token.replace("~1", "/").replace("~0", "~") for token in tokens[1:])
-
-
 class _Compiler:
     def __init__(self, limits: ValidationLimits) -> None:
         self.limits = limits
-        self.positions: dict[tuple[str, ...], SchemaNode] = {}
-        self.references: list[tuple[RefCell, tuple[str, ...]]] = []
-        #: Subschemas applied to the same instance (in-place applicators and ``$ref``).
-        self.in_place: dict[SchemaNode, list[SchemaNode | RefCell]] = {}
+        self.references = References()
         #: The document's patterns, each compiled once, and their RE2 instructions in all.
         self.patterns: dict[str, Pattern] = {}
         self.program = 0
@@ -177,7 +137,7 @@ class _Compiler:
             node = self._object(value, pointer, depth)
         else:
             raise _refuse(_NOT_A_SCHEMA)
-        self.positions[pointer] = node
+        self.references.positions[pointer] = node
         return node
 
     def _object(self, schema: dict[str, Any], pointer: tuple[str, ...], depth: int) -> SchemaNode:
@@ -221,10 +181,7 @@ class _Compiler:
             expected = _ANNOTATIONS[key]
             if expected is not None and type(value) is not expected:
                 raise _refuse(_MALFORMED, key)
-        if "$schema" in schema and schema["$schema"].rstrip("#") not in _DIALECTS:
-            raise _refuse(_BAD_DIALECT)
-        if "$id" in schema and (pointer or "#" in schema["$id"].rstrip("#")):
-            raise _refuse(_BAD_ID)
+        refuse_unknown_dialect(schema, pointer)
 
     def _node(self, schema: dict[str, Any], subs: dict[str, Any]) -> SchemaNode:
         """Check the assertion values and fold the keywords into one plan per JSON type."""
@@ -251,8 +208,7 @@ class _Compiler:
         self._arrays(schema, subs, by_kind["array"])
         in_place: list[SchemaNode | RefCell] = []
         if "$ref" in schema:
-            cell = RefCell()
-            self.references.append((cell, _ref_pointer(schema["$ref"])))
+            cell = self.references.cell(schema["$ref"])
             applicators.append(kw.reference(cell))
             in_place.append(cell)
         for key, build in (("allOf", kw.all_of), ("anyOf", kw.any_of), ("oneOf", kw.one_of)):
@@ -268,7 +224,7 @@ class _Compiler:
             in_place.extend((subs["if"], then, otherwise))
         node = SchemaNode(self._plans(schema, generic, by_kind, applicators))
         if in_place:
-            self.in_place[node] = in_place
+            self.references.in_place[node] = in_place
         return node
 
     @staticmethod
@@ -307,20 +263,20 @@ class _Compiler:
 
     def _strings(self, schema: dict[str, Any], checks: list[Check]) -> None:
         if "minLength" in schema:
-            checks.append(kw.min_length(int(schema["minLength"])))
+            checks.append(primitives.min_length(int(schema["minLength"])))
         if "maxLength" in schema:
-            checks.append(kw.max_length(int(schema["maxLength"])))
+            checks.append(primitives.max_length(int(schema["maxLength"])))
         if "pattern" in schema:
             if type(schema["pattern"]) is not str:
                 raise _refuse(_MALFORMED, "pattern")
             source = schema["pattern"]
-            checks.append(kw.pattern(self.pattern(source)))
+            checks.append(primitives.pattern(self.pattern(source)))
 
     @staticmethod
     def _numbers(schema: dict[str, Any], checks: list[Check]) -> None:
         for bound, exclusive_key, build in (
-            ("minimum", "exclusiveMinimum", kw.lower_bound),
-            ("maximum", "exclusiveMaximum", kw.upper_bound),
+            ("minimum", "exclusiveMinimum", primitives.lower_bound),
+            ("maximum", "exclusiveMaximum", primitives.upper_bound),
         ):
             exclusive = schema.get(exclusive_key)
             if type(exclusive) is bool:  # draft-04: a flag on its sibling bound
@@ -336,13 +292,13 @@ class _Compiler:
                     raise _refuse(_MALFORMED, exclusive_key)
                 checks.append(build(schema[exclusive_key], exclusive=True, keyword=exclusive_key))
         if "multipleOf" in schema:
-            checks.append(kw.multiple_of(schema["multipleOf"]))
+            checks.append(primitives.multiple_of(schema["multipleOf"]))
 
     def _objects(self, schema: dict[str, Any], subs: dict[str, Any], checks: list[Check]) -> None:
         if "required" in schema:
             if not _unique_strings(schema["required"]):
                 raise _refuse(_MALFORMED, "required")
-            checks.append(kw.required(schema["required"]))
+            checks.append(structures.required(schema["required"]))
         # draft-07's "dependencies" is "dependentRequired" where its values are names, and
         # "dependentSchemas" (not supported) where they are schemas
         for keyword in ("dependentRequired", "dependencies"):
@@ -355,22 +311,22 @@ class _Compiler:
                 raise _refuse(_UNSUPPORTED_KEYWORD, keyword)
             if not all(map(_unique_strings, value.values())):
                 raise _refuse(_MALFORMED, keyword)
-            checks.append(kw.dependent_required(value, keyword))
+            checks.append(structures.dependent_required(value, keyword))
         if "minProperties" in schema:
-            checks.append(kw.min_properties(int(schema["minProperties"])))
+            checks.append(structures.min_properties(int(schema["minProperties"])))
         if "maxProperties" in schema:
-            checks.append(kw.max_properties(int(schema["maxProperties"])))
+            checks.append(structures.max_properties(int(schema["maxProperties"])))
         if {"properties", "patternProperties", "additionalProperties"} & subs.keys():
             patterns = [
                 (self.pattern(source), node)
                 for source, node in subs.get("patternProperties", {}).items()
             ]
-            members = kw.object_members(
+            members = structures.object_members(
                 subs.get("properties", {}), patterns, subs.get("additionalProperties")
             )
             checks.append(members)
         if "propertyNames" in subs:
-            checks.append(kw.property_names(subs["propertyNames"]))
+            checks.append(structures.property_names(subs["propertyNames"]))
 
     @staticmethod
     def _arrays(schema: dict[str, Any], subs: dict[str, Any], checks: list[Check]) -> None:
@@ -378,62 +334,30 @@ class _Compiler:
         if type(items) is list:  # draft-07 array form: it is prefixItems, additionalItems is items
             if "prefixItems" in subs:
                 raise _refuse(_MALFORMED, "items")
-            checks.append(kw.items(items, "items", subs.get("additionalItems"), "additionalItems"))
+            checks.append(
+                structures.items(items, "items", subs.get("additionalItems"), "additionalItems")
+            )
         elif "additionalItems" in subs:  # no effect in draft-07, no meaning in 2020-12
             raise _refuse(_UNSUPPORTED_KEYWORD, "additionalItems")
         elif items is not None or "prefixItems" in subs:
-            checks.append(kw.items(subs.get("prefixItems", []), "prefixItems", items, "items"))
+            checks.append(
+                structures.items(subs.get("prefixItems", []), "prefixItems", items, "items")
+            )
         if "minItems" in schema:
-            checks.append(kw.min_items(int(schema["minItems"])))
+            checks.append(structures.min_items(int(schema["minItems"])))
         if "maxItems" in schema:
-            checks.append(kw.max_items(int(schema["maxItems"])))
+            checks.append(structures.max_items(int(schema["maxItems"])))
         if "uniqueItems" in schema:
             if type(schema["uniqueItems"]) is not bool:
                 raise _refuse(_MALFORMED, "uniqueItems")
             if schema["uniqueItems"]:
-                checks.append(kw.unique_items)
+                checks.append(structures.unique_items)
         if "contains" in subs:  # without "contains", minContains and maxContains have no effect
             minimum = int(schema.get("minContains", 1))
             maximum = int(schema["maxContains"]) if "maxContains" in schema else None
             if minimum or maximum is not None:
                 min_keyword = "minContains" if "minContains" in schema else "contains"
-                checks.append(kw.contains(subs["contains"], minimum, maximum, min_keyword))
-
-    def resolve(self) -> None:
-        """Point every ``$ref`` at its compiled target, then refuse loops that consume nothing."""
-        for cell, pointer in self.references:
-            target = self.positions.get(pointer)
-            if target is None:
-                raise _refuse(_BAD_REF)
-            cell.target = target
-        self._refuse_loops()
-
-    def _refuse_loops(self) -> None:
-        """Depth-first search over same-instance edges; a back edge is a loop without progress."""
-
-        def targets(node: SchemaNode) -> list[SchemaNode]:
-            edges = self.in_place.get(node, ())
-            return [edge.target if isinstance(edge, RefCell) else edge for edge in edges]
-
-        done: set[SchemaNode] = set()
-        for start in self.in_place:
-            if start in done:
-                continue
-            open_nodes = {start}
-            stack = [(start, iter(targets(start)))]
-            while stack:
-                node, pending = stack[-1]
-                for child in pending:
-                    if child in open_nodes:
-                        raise _refuse(_REF_LOOP)
-                    if child not in done:
-                        open_nodes.add(child)
-                        stack.append((child, iter(targets(child))))
-                        break
-                else:
-                    stack.pop()
-                    open_nodes.discard(node)
-                    done.add(node)
+                checks.append(structures.contains(subs["contains"], minimum, maximum, min_keyword))
 
 
 def compile_document(schema: Any, limits: ValidationLimits) -> tuple[SchemaNode, int]:
@@ -441,5 +365,5 @@ def compile_document(schema: Any, limits: ValidationLimits) -> tuple[SchemaNode,
     supported. Returns the root node and the RE2 instructions of its patterns."""
     compiler = _Compiler(limits)
     root = compiler.schema(schema, (), 0)
-    compiler.resolve()
+    compiler.references.resolve()
     return root, compiler.program

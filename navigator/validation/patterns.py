@@ -20,6 +20,7 @@ from typing import Any, Final
 import re2
 
 from navigator.errors import ToolValidationUnavailable
+from navigator.validation.bounds import DEFAULT_LIMITS
 from navigator.validation.charsets import (
     ANY_CHARACTER,
     CLASS_ESCAPES,
@@ -31,7 +32,6 @@ from navigator.validation.charsets import (
     property_class,
 )
 from navigator.validation.json_values import utf16_length
-from navigator.validation.limits import DEFAULT_LIMITS
 
 __all__ = ["Pattern", "compile_pattern", "translate_pattern"]
 

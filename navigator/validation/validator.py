@@ -27,10 +27,10 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 from navigator.caches import WeightedCache
 from navigator.errors import InvalidArguments, ToolValidationUnavailable
+from navigator.validation.bounds import DEFAULT_LIMITS, ValidationLimits
 from navigator.validation.compiler import compile_document
+from navigator.validation.evaluation import Failure, Run, SchemaNode, evaluate
 from navigator.validation.json_values import Measure, measure
-from navigator.validation.limits import DEFAULT_LIMITS, ValidationLimits
-from navigator.validation.nodes import Failure, Run, SchemaNode, evaluate
 
 __all__ = [
     "READ_WITH_DESCRIBE",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from navigator.search import SearchIndex, ToolDocument
-from navigator.search import index as index_module
-from navigator.search import worker as worker_module
 from navigator.search.batch import BatchAnalyzer
+from navigator.search.build import BuildSettings, Work
+from navigator.search.scoring import document_frequencies
 from navigator.search.text import TextAnalyzer
 from navigator.search.worker import ForkedWorker, WorkerFailed, can_fork
 
@@ -82,8 +82,10 @@ def upserted(documents: list[ToolDocument], batch: int = 50) -> SearchIndex:
     return index
 
 
-def built(documents: list[ToolDocument], batch: int = 50) -> SearchIndex:
-    index = SearchIndex()
+def built(
+    documents: list[ToolDocument], batch: int = 50, settings: BuildSettings | None = None
+) -> SearchIndex:
+    index = SearchIndex(build=settings)
     with index.build() as build:
         for start in range(0, len(documents), batch):
             build.add(documents[start : start + batch])
@@ -93,14 +95,14 @@ def built(documents: list[ToolDocument], batch: int = 50) -> SearchIndex:
 def assert_same(index: SearchIndex, expected: SearchIndex, documents: list[ToolDocument]) -> None:
     assert len(index) == len(expected)
     assert answers(index) == answers(expected)
-    terms = sorted({term for term in expected._postings._terms})
-    assert sorted(index._postings._terms) == terms
-    assert index._postings.document_frequencies(terms) == expected._postings.document_frequencies(
-        terms
+    terms = sorted({term for term in expected._postings.terms})
+    assert sorted(index._postings.terms) == terms
+    assert document_frequencies(index._postings, terms) == document_frequencies(
+        expected._postings, terms
     )
     assert len(index._vocabulary) == len(expected._vocabulary)
-    assert {key: text.members for key, text in index._texts.items()} == {
-        key: text.members for key, text in expected._texts.items()
+    assert {key: text.members for key, text in index._members.texts.items()} == {
+        key: text.members for key, text in expected._members.texts.items()
     }
     # and it keeps changing as an upserted one does
     index.remove([document.address for document in documents[::3]])
@@ -116,39 +118,31 @@ def test_a_build_in_this_process_is_the_index_upsert_makes() -> None:
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
-def test_a_build_with_a_worker_is_the_index_upsert_makes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
-    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
+def test_a_build_with_a_worker_is_the_index_upsert_makes() -> None:
     started: list[ForkedWorker] = []
-    original = ForkedWorker.__init__
 
-    def spy(self: ForkedWorker, work: Callable[[Iterator[Any]], Any]) -> None:
-        original(self, work)
-        started.append(self)
+    def spy(work: Work) -> ForkedWorker:
+        started.append(ForkedWorker(work))
+        return started[-1]
 
-    monkeypatch.setattr(ForkedWorker, "__init__", spy)
     documents = catalogue(600)
-    assert_same(built(documents), upserted(documents), documents)
+    settings = BuildSettings(batch=37, worker_min_texts=10, worker=spy)
+    assert_same(built(documents, settings=settings), upserted(documents), documents)
     assert len(started) == 1
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
-def test_a_failed_worker_leaves_the_analysis_to_the_build(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
-    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
-
-    def failing(_index: SearchIndex) -> Callable[[Iterator[Any]], Any]:
+def test_a_failed_worker_leaves_the_analysis_to_the_build() -> None:
+    def failing(_work: Work) -> ForkedWorker:
         def work(batches: Iterator[Any]) -> Any:
             next(batches)
             raise RuntimeError("worker down")
 
-        return work
+        return ForkedWorker(work)
 
-    monkeypatch.setattr(index_module, "_analyse_batches", failing)
     documents = catalogue(300)
-    assert_same(built(documents), upserted(documents), documents)
+    settings = BuildSettings(batch=37, worker_min_texts=10, worker=failing)
+    assert_same(built(documents, settings=settings), upserted(documents), documents)
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
@@ -166,39 +160,32 @@ def test_a_worker_sends_back_what_its_work_returns_and_reports_a_failure() -> No
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
-def test_a_worker_that_raises_or_never_finishes_fails_and_does_not_hang(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_worker_that_raises_or_never_finishes_fails_and_does_not_hang() -> None:
     def raises(batches: Iterator[Any]) -> Any:
         raise RuntimeError("in the child")
 
     with pytest.raises(WorkerFailed):
         ForkedWorker(raises).result()
 
-    monkeypatch.setattr(worker_module, "CHILD_LIMIT_S", 1)  # read by the child at the fork
-
     def stuck(batches: Iterator[Any]) -> Any:
         threading.Event().wait()  # as a lock held by a thread the fork did not copy
 
     with pytest.raises(WorkerFailed):
-        ForkedWorker(stuck).result()
+        ForkedWorker(stuck, limit_s=1).result()
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork on this platform")
-def test_an_abandoned_build_stops_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(index_module, "BUILD_BATCH", 20)
-    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10)
+def test_an_abandoned_build_stops_its_worker() -> None:
     started: list[int] = []
-    original = ForkedWorker.__init__
 
-    def spy(self: ForkedWorker, work: Callable[[Iterator[Any]], Any]) -> None:
-        original(self, work)
-        started.append(self._pid)
-
-    monkeypatch.setattr(ForkedWorker, "__init__", spy)
+    def spy(work: Work) -> ForkedWorker:
+        worker = ForkedWorker(work)
+        started.append(worker._pid)
+        return worker
 
     def load() -> None:
-        with SearchIndex().build() as build:
+        settings = BuildSettings(batch=20, worker_min_texts=10, worker=spy)
+        with SearchIndex(build=settings).build() as build:
             build.add(catalogue(100))
             raise RuntimeError("read failed")
 
@@ -289,15 +276,11 @@ def test_a_batch_reads_long_texts_as_tool_terms_does() -> None:
 
 
 @pytest.mark.parametrize("worker", [False, True])
-def test_work_given_to_finish_runs_once_while_the_worker_finishes(
-    monkeypatch: pytest.MonkeyPatch, worker: bool
-) -> None:
+def test_work_given_to_finish_runs_once_while_the_worker_finishes(worker: bool) -> None:
     if worker and not can_fork():
         pytest.skip("no fork on this platform")
-    monkeypatch.setattr(index_module, "BUILD_BATCH", 37)
-    monkeypatch.setattr(index_module, "WORKER_MIN_TEXTS", 10 if worker else 10**9)
     documents = catalogue(200)
-    index = SearchIndex()
+    index = SearchIndex(build=BuildSettings(batch=37, worker_min_texts=10 if worker else 10**9))
     calls: list[bool] = []
     with index.build() as build:
         build.add(documents)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 from navigator.errors import ToolValidationUnavailable
-from navigator.validation.limits import ValidationLimits
+from navigator.validation.bounds import ValidationLimits
 
 __all__ = [
     "ACCEPT",
