@@ -245,6 +245,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     "address": {"anyOf": [_TEXT, {"type": "null"}]},  # null at the top
                     "kind": _TEXT,
                     "status": _TEXT,
+                    "heartbeats": _TEXT,  # a machine's own listing's, as its entry's
                     "module": _TEXT,
                     "holderCount": _COUNT,
                     "entries": {"type": "array", "items": _ENTRY},

@@ -24,7 +24,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
 
-__all__ = ["MeshHarness", "free_port", "mcp_client", "page_server", "tool_result"]
+__all__ = ["MeshHarness", "free_port", "mcp_client", "page_server", "tool_result", "undeclared"]
 
 STARTUP_S = 60.0
 #: How long a process told to stop may take before it is killed.
@@ -326,6 +326,23 @@ async def serving(
             yield port
         finally:
             server.should_exit = True
+
+
+def undeclared(schema: dict[str, Any], value: Any, at: str = "") -> list[str]:
+    """Where ``value`` holds a member its schema does not declare in ``properties`` (an open
+    schema, with none, declares nothing and is left as it is: ``call``'s node answers)."""
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [p for i, v in enumerate(value) for p in undeclared(items, v, f"{at}/{i}")]
+    if not isinstance(value, dict) or "properties" not in schema:
+        return []
+    declared = schema["properties"]
+    return [f"{at}/{key}" for key in value if key not in declared] + [
+        p
+        for key, v in value.items()
+        if key in declared
+        for p in undeclared(declared[key], v, f"{at}/{key}")
+    ]
 
 
 def tool_result(result: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.harness import MeshHarness, mcp_client, tool_result
+from tests.harness import MeshHarness, mcp_client, tool_result, undeclared
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
 
@@ -88,23 +88,6 @@ async def test_search_finds_tools_across_machines(mesh: MeshHarness) -> None:
     assert "_meta" not in found
 
 
-def _undeclared(schema: dict[str, Any], value: Any, at: str = "") -> list[str]:
-    """Where ``value`` holds a member its schema does not declare in ``properties`` (an open
-    schema, with none, declares nothing and is left as it is: ``call``'s node answers)."""
-    if isinstance(value, list):
-        items = schema.get("items", {})
-        return [p for i, v in enumerate(value) for p in _undeclared(items, v, f"{at}/{i}")]
-    if not isinstance(value, dict) or "properties" not in schema:
-        return []
-    declared = schema["properties"]
-    return [f"{at}/{key}" for key in value if key not in declared] + [
-        p
-        for key, v in value.items()
-        if key in declared
-        for p in _undeclared(declared[key], v, f"{at}/{key}")
-    ]
-
-
 async def test_every_walker_answer_is_what_its_output_schema_declares(mesh: MeshHarness) -> None:
     """Issue 29: each answer of a walk over the whole mesh — seats at every level, search
     (with and without schemas), describe of every tool listed, and calls — validates against
@@ -143,7 +126,7 @@ async def test_every_walker_answer_is_what_its_output_schema_declares(mesh: Mesh
     assert {tool for tool, _ in answers} == {"seats", "search", "describe", "call"}
     for tool, answer in answers:
         jsonschema.validate(answer, declared[tool])
-        assert _undeclared(declared[tool], answer) == [], (tool, answer)
+        assert undeclared(declared[tool], answer) == [], (tool, answer)
 
 
 async def test_a_typed_client_keeps_every_field_describe_answers(mesh: MeshHarness) -> None:

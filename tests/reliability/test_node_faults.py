@@ -20,7 +20,15 @@ import pytest
 
 from navigator.errors import NodeUnavailable
 from navigator.probes import Probes
-from tests.harness import MeshHarness, free_port, mcp_client, start_backend, stop, tool_result
+from tests.harness import (
+    MeshHarness,
+    free_port,
+    mcp_client,
+    start_backend,
+    stop,
+    tool_result,
+    undeclared,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -68,6 +76,11 @@ async def test_a_frozen_node_is_failed_fast_and_called_again_once_it_answers(
         os.kill(node.pid, signal.SIGSTOP)
         await _until_status(client, "db1", "not answering")
         assert (await _machine(client, "db1"))["heartbeats"] == "missed"
+        # the machine's own listing says so too, in a field its output schema declares
+        declared = {tool.name: tool.output_schema for tool in await client.list_tools()}
+        own = tool_result(await client.call_tool_mcp("seats", {"address": "db1"}))
+        assert own["heartbeats"] == "missed"
+        assert undeclared(declared["seats"], own) == [], own
         for _ in range(5):
             started = time.monotonic()
             result = await client.call_tool_mcp("call", {"address": ADDRESS})
