@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from mesh.digests import contract_digest  # noqa: E402
 from mesh.modules import build_module, parse_module_spec  # noqa: E402
-from navigator.tokens import ADMIN_SCOPE, hash_token, mint_token  # noqa: E402
+from navigator.access.tokens import ADMIN_SCOPE, hash_token, mint_token  # noqa: E402
 from registry import AccessStore, CatalogStore, NewTool, Registry, migrate  # noqa: E402
 from tests.harness import free_port, mcp_client, tool_result  # noqa: E402
 from tests.postgres_server import start_postgres  # noqa: E402
@@ -442,8 +442,8 @@ def profile_load(mode: str, url: str) -> dict[str, Any]:
     import pstats
     import tracemalloc
 
-    from navigator.catalog import Catalog
-    from navigator.reads import Progress
+    from navigator.catalog.registry_reads import Progress
+    from navigator.catalog.view import Catalog
 
     process = psutil.Process()
     registry = Registry(url)

@@ -56,8 +56,8 @@ sys.path.insert(0, str(ROOT))
 from fastmcp.server.transforms.search.bm25 import BM25SearchTransform  # noqa: E402
 from fastmcp.tools.base import Tool as FastMCPTool  # noqa: E402
 
+from navigator.access.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.addresses import parse_pattern  # noqa: E402
-from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.search import EVERYONE, SearchIndex, ToolDocument, document_from_tool  # noqa: E402
 from registry import GrantRecord, GrantSnapshot  # noqa: E402
 

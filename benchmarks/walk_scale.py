@@ -31,16 +31,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import navigator.walk as walk_module  # noqa: E402
+import navigator.walker.seats as walk_module  # noqa: E402
 from benchmarks.registry_scale import fill_registry, plan_catalogue  # noqa: E402
+from navigator.access.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.addresses import parse_walk_address  # noqa: E402
-from navigator.catalog import RETIRED, Catalog, contracts_fingerprint  # noqa: E402
-from navigator.cursors import Listings  # noqa: E402
-from navigator.grants import Caller, Permissions, compile_permissions  # noqa: E402
-from navigator.nodes import NodeConnections  # noqa: E402
-from navigator.service import Navigator  # noqa: E402
+from navigator.catalog.view import RETIRED, Catalog, contracts_fingerprint  # noqa: E402
+from navigator.nodes.connections import NodeConnections  # noqa: E402
+from navigator.walker.cursors import Listings  # noqa: E402
+from navigator.walker.operations import Navigator  # noqa: E402
 from registry import CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate  # noqa: E402
-from tests.navigator.test_walk import every_tool_decided  # noqa: E402
+from tests.navigator.walker.test_walk import every_tool_decided  # noqa: E402
 
 CALLER = Caller("bench", frozenset())
 

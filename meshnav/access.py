@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
+from navigator.access.tokens import hash_token, mint_token
 from navigator.addresses import MESH, check_placement, parse_pattern
 from navigator.api.access import (
     GRANT_ID_MOST,
@@ -25,7 +26,6 @@ from navigator.api.access import (
     write_grant,
 )
 from navigator.api.audit import audit_filter, audit_page, audit_verify
-from navigator.bodies import Body, parse_body
 from navigator.errors import (
     InvalidAddress,
     NavigatorError,
@@ -33,7 +33,7 @@ from navigator.errors import (
     error_body,
     from_registry,
 )
-from navigator.tokens import hash_token, mint_token
+from navigator.http.bodies import Body, parse_body
 from registry import (
     UNLIMITED,
     AccessStore,

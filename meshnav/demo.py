@@ -28,10 +28,10 @@ from mesh.lifecycle import Server, serve_until_stopped
 from mesh.settings import join_listen, split_listen
 from meshnav.errors import CommandError
 from meshnav.serve import listening_socket
+from navigator.access.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from navigator.app import build_app
-from navigator.catalog import Catalog
+from navigator.catalog.view import Catalog
 from navigator.settings import NavigatorSettings
-from navigator.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from registry import AccessStore, CatalogStore, Conflict, NotFound, Registry, migrate
 
 __all__ = ["run_demo"]

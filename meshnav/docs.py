@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from navigator.tools import WALKER_TOOLS
+from navigator.mcp.tools import WALKER_TOOLS
 
 __all__ = ["walker_reference"]
 

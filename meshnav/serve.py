@@ -134,7 +134,7 @@ async def _serve_stdio(settings: NavigatorSettings) -> None:
     import anyio.to_thread
 
     from navigator.errors import NavigatorError, Unauthenticated
-    from navigator.server import build_mcp, running
+    from navigator.mcp.server import build_mcp, running
     from navigator.services import Services
     from registry import RegistryError, migrate, shown_url
 

@@ -23,18 +23,18 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from navigator.access.authentication import AuthenticationMiddleware
+from navigator.access.oauth import METADATA_PATHS, Challenges, ResourceServer, metadata_routes
 from navigator.api import API_PREFIX
 from navigator.api.routes import api_routes, no_route
-from navigator.auth import AuthenticationMiddleware
+from navigator.catalog.registry_writes import registry_writes
 from navigator.console import console_routes, is_console_path
+from navigator.mcp.server import build_mcp, running
+from navigator.mcp.sessions import SessionBook
+from navigator.mcp.stopping import Stopping
 from navigator.metrics import METRICS
-from navigator.oauth import METADATA_PATHS, Challenges, ResourceServer, metadata_routes
-from navigator.server import build_mcp, running
 from navigator.services import Services
-from navigator.sessions import SessionBook
 from navigator.settings import NavigatorSettings
-from navigator.stopping import Stopping
-from navigator.writes import registry_writes
 from registry import RegistryError
 
 __all__ = ["NavigatorApp", "build_app"]

@@ -49,7 +49,7 @@ class Limits:
     #: it (its keep-alive, ~75 s), so that the navigator, not the node, ends an idle connection.
     node_keepalive_s: float = 30.0
     #: How long a probe of a silent machine's node waits for its answer, and how long its
-    #: verdict holds (``navigator.probes``).
+    #: verdict holds (``navigator.nodes.probes``).
     node_probe_s: float = 0.25
     node_probe_every_s: float = 1.0
     #: Heartbeats a machine may miss before it is "not answering".

@@ -10,15 +10,15 @@ import anyio.to_thread
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
-from navigator.audit import AuditLog, open_export
-from navigator.auth import Authenticator, jwt_verifier
-from navigator.catalog import Catalog
+from navigator.access.auditing import AuditLog, open_export
+from navigator.access.authentication import Authenticator, jwt_verifier
+from navigator.access.quotas import Quotas
+from navigator.catalog.registrar import Registrar
+from navigator.catalog.view import Catalog
 from navigator.limits import LIMITS, Limits
-from navigator.nodes import NodeConnections
-from navigator.quotas import Quotas
-from navigator.registrar import Registrar
-from navigator.service import Navigator
+from navigator.nodes.connections import NodeConnections
 from navigator.settings import NavigatorSettings
+from navigator.walker.operations import Navigator
 from registry import Registry
 
 __all__ = ["Services", "services"]

@@ -10,13 +10,13 @@ from pydantic import Field, PositiveFloat, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from mesh.settings import Listen, ListeningSettings, join_listen
-from navigator.destinations import ANY_NETWORK, Destinations, parse_networks
 from navigator.limits import (
     NODE_CONCURRENCY,
     NODE_MAX_ASSIGNMENTS,
     NODE_MAX_TOOLS,
     RETIRED_KEPT_DAYS,
 )
+from navigator.nodes.destinations import ANY_NETWORK, Destinations, parse_networks
 
 __all__ = ["NavigatorSettings"]
 

@@ -21,7 +21,7 @@ import httpx
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from navigator.tokens import hash_token, mint_token
+from navigator.access.tokens import hash_token, mint_token
 from registry import AccessStore, Registry, migrate
 
 __all__ = ["MeshHarness", "free_port", "mcp_client", "page_server", "tool_result", "undeclared"]

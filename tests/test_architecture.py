@@ -85,9 +85,9 @@ def test_the_patch_finder_sees_both_forms_and_only_the_projects() -> None:
     sample = """
 import sys
 import fastmcp
-import navigator.service
-import navigator.catalog as catalog
-from navigator import elicitation
+import navigator.walker.operations
+import navigator.catalog.view as catalog
+from navigator.mcp import elicitation
 from mesh.modules import postgres
 from unittest import mock
 from unittest.mock import patch
@@ -95,7 +95,7 @@ from unittest.mock import patch
 def test(monkeypatch):
     import registry.database
     monkeypatch.setattr("mesh.agent.LIST_DEADLINE_S", 2.0)
-    monkeypatch.setattr(navigator.service, "walk", len)
+    monkeypatch.setattr(navigator.walker.operations, "walk", len)
     monkeypatch.setattr(catalog, "short_read", len)
     monkeypatch.setattr(elicitation.time, "time", len)
     monkeypatch.setattr(postgres, "DEADLINE_SLACK_S", 1.0)
@@ -111,9 +111,9 @@ def test(monkeypatch):
     found = [target for _, target in project_patches(sample)]
     assert found == [
         "mesh.agent.LIST_DEADLINE_S",
-        "navigator.service",
-        "navigator.catalog",
-        "navigator.elicitation.time",
+        "navigator.walker.operations",
+        "navigator.catalog.view",
+        "navigator.mcp.elicitation.time",
         "mesh.modules.postgres",
         "registry.database",
         "meshnav.serve.serve_navigator",

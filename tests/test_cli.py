@@ -502,8 +502,8 @@ def test_commands_that_do_not_walk_load_no_mcp_client_or_server() -> None:
     need an MCP client; they import ``meshnav.walker`` when they run."""
     probe = (
         "import sys, meshnav.cli, meshnav.access, meshnav.client, meshnav.render\n"
-        "heavy = ('fastmcp', 'mcp', 'numpy', 'navigator.auth', 'navigator.search', "
-        "'navigator.server')\n"
+        "heavy = ('fastmcp', 'mcp', 'numpy', 'navigator.access.authentication', 'navigator.search', "
+        "'navigator.mcp.server')\n"
         "print(sorted(name for name in heavy if name in sys.modules))\n"
     )
     loaded = subprocess.run(
@@ -679,7 +679,7 @@ def test_a_navigator_whose_start_fails_says_so_in_one_line(tmp_path: Path) -> No
         raise RuntimeError("the catalogue could not be read")
         yield
 
-    from navigator.stopping import Stopping
+    from navigator.mcp.stopping import Stopping
 
     failed = Starlette(lifespan=failing)
     failed.stopping = Stopping()  # type: ignore[attr-defined]  # what a navigator app has

@@ -12,10 +12,10 @@ import httpx2
 from pydantic import AfterValidator, Field, StringConstraints
 
 import registry
+from navigator.access.grants import Caller, explain
 from navigator.addresses import is_machine_name, refused_name
-from navigator.bodies import Body, is_printable
 from navigator.errors import InvalidArguments, NotFound
-from navigator.grants import Caller, explain
+from navigator.http.bodies import Body, is_printable
 from navigator.limits import LIMITS
 from registry import AccessStore, GrantRecord, Quota
 

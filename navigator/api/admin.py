@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 from starlette.requests import Request
 
+from navigator.access.tokens import ADMIN_SCOPE, hash_token, mint_token
 from navigator.addresses import (
     MESH,
     is_machine_name,
@@ -36,14 +37,13 @@ from navigator.api.access import (
 )
 from navigator.api.audit import audit_filter, audit_page, audit_verify
 from navigator.api.base import read_body, require_scope
-from navigator.bodies import Body
+from navigator.catalog.overview import mesh_view
+from navigator.catalog.registrar import AssignmentSpec, is_node_endpoint
+from navigator.catalog.upstream import pull_tools
 from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
-from navigator.numbers import whole_number
-from navigator.registrar import AssignmentSpec, is_node_endpoint
+from navigator.http.bodies import Body
+from navigator.http.numbers import whole_number
 from navigator.services import services
-from navigator.tokens import ADMIN_SCOPE, hash_token, mint_token
-from navigator.upstream import pull_tools
-from navigator.views import mesh_view
 from registry import AccessStore, CatalogStore
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from navigator.errors import InvalidArguments
-from navigator.numbers import whole_number
+from navigator.http.numbers import whole_number
 from registry.audit import AuditFilter, AuditStore
 from registry.models import utcnow
 

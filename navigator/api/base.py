@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from navigator.auth import caller_from_scope
-from navigator.bodies import Body, is_printable, parse_body, read_bounded
+from navigator.access.authentication import caller_from_scope
+from navigator.access.grants import Caller
+from navigator.access.oauth import SCOPE_NEEDED
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
@@ -19,8 +20,7 @@ from navigator.errors import (
     error_body,
     from_registry,
 )
-from navigator.grants import Caller
-from navigator.oauth import SCOPE_NEEDED
+from navigator.http.bodies import Body, is_printable, parse_body, read_bounded
 from registry import RegistryError
 from registry.audit import ACTOR
 
@@ -32,7 +32,7 @@ B = TypeVar("B", bound=Body)
 
 class ScopeMissing(ToolNotGranted):
     """``tool_not_granted`` for a caller whose token lacks ``scope``: its answer also says so in
-    the RFC 6750 ``insufficient_scope`` challenge (``navigator.oauth.Challenges``)."""
+    the RFC 6750 ``insufficient_scope`` challenge (``navigator.access.oauth.Challenges``)."""
 
     def __init__(self, scope: str) -> None:
         super().__init__(f"This needs the {scope} scope.")

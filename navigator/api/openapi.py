@@ -7,7 +7,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from navigator.tokens import ADMIN_SCOPE
+from navigator.access.tokens import ADMIN_SCOPE
 
 __all__ = ["openapi_document", "openapi_endpoint"]
 

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import API_PREFIX, access, admin, nodes
+from navigator.api import API_PREFIX, access, admin, enrolment
 from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
@@ -40,9 +40,14 @@ ROUTES = [
     ("/grants/{grant}", "DELETE", admin.revoke_grant, None),
     ("/audit", "GET", admin.list_audit, None),
     ("/audit/verify", "GET", admin.verify_audit, None),
-    ("/nodes/register", "POST", nodes.register_node, nodes.NodeRegistration),
-    ("/nodes/{machine}/heartbeat", "POST", nodes.heartbeat, None),
-    ("/nodes/{machine}/assignments/{role}", "PUT", nodes.update_assignment, nodes.AssignmentUpdate),
+    ("/nodes/register", "POST", enrolment.register_node, enrolment.NodeRegistration),
+    ("/nodes/{machine}/heartbeat", "POST", enrolment.heartbeat, None),
+    (
+        "/nodes/{machine}/assignments/{role}",
+        "PUT",
+        enrolment.update_assignment,
+        enrolment.AssignmentUpdate,
+    ),
 ]
 
 #: The query parameters a route reads, by (path, method): (name, required).

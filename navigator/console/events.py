@@ -33,14 +33,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from navigator.catalog import Catalog, CatalogEvent
+from navigator.access.grants import Caller
+from navigator.access.tokens import ADMIN_SCOPE
+from navigator.catalog.registry_reads import short_read
+from navigator.catalog.view import Catalog, CatalogEvent
 from navigator.console.session import authenticate_viewer, error_json
 from navigator.errors import NavigatorError, TooManyStreams, Unauthenticated, from_registry
-from navigator.grants import Caller
 from navigator.limits import LIMITS
-from navigator.reads import short_read
 from navigator.services import services
-from navigator.tokens import ADMIN_SCOPE
 from registry import GrantSnapshot, RegistryError, read_snapshot
 
 __all__ = ["STREAMS", "STREAMS_PER_VIEWER", "EventStreams"]

@@ -15,9 +15,9 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup
 
+from navigator.access.grants import Caller
 from navigator.console.assets import asset_url
 from navigator.errors import NavigatorError
-from navigator.grants import Caller
 
 __all__ = [
     "NO_GRANTS",

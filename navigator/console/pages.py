@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from navigator.bodies import is_printable
 from navigator.console import contracts, render
 from navigator.console.activity import activity_page, recent_activity, with_activity
 from navigator.console.layout import Page, document, error_page
@@ -28,7 +27,8 @@ from navigator.errors import (
     Unauthenticated,
     from_registry,
 )
-from navigator.numbers import whole_number
+from navigator.http.bodies import is_printable
+from navigator.http.numbers import whole_number
 from navigator.services import services
 from registry import AccessStore, RegistryError
 

@@ -12,14 +12,14 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
+from navigator.access.grants import Caller
 from navigator.console.layout import Page, assignment_href, empty_state, join, status_badge
 from navigator.errors import NavigatorError
-from navigator.grants import Caller
+from navigator.http.numbers import whole_number
 from navigator.limits import LIMITS
-from navigator.numbers import whole_number
-from navigator.service import Navigator
-from navigator.tools import WALKER_TOOLS, check_arguments
+from navigator.mcp.tools import WALKER_TOOLS, check_arguments
 from navigator.validation import compile_schema
+from navigator.walker.operations import Navigator
 
 __all__ = ["SearchView", "run_search", "search_page"]
 

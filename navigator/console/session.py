@@ -25,14 +25,14 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from navigator.bodies import read_bounded
+from navigator.access.grants import Caller
+from navigator.access.tokens import hash_token
+from navigator.catalog.registry_reads import short_read
 from navigator.console.layout import sign_in_document
 from navigator.console.security import is_same_origin
 from navigator.errors import NavigatorError, Unauthenticated, error_body, from_registry
-from navigator.grants import Caller
-from navigator.reads import short_read
+from navigator.http.bodies import read_bounded
 from navigator.services import Services, services
-from navigator.tokens import hash_token
 from registry import ConsoleSessions, RegistryError, SessionRules, read_console_session
 from registry.models import utcnow
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from navigator.access.grants import Caller
+from navigator.access.tokens import ADMIN_SCOPE
 from navigator.addresses import MESH, is_machine_name, parse_address
-from navigator.catalog import RETIRED, Catalog
+from navigator.catalog.overview import assignment_views, machine_view, mesh_view
+from navigator.catalog.view import RETIRED, Catalog
 from navigator.errors import (
     InvalidCursor,
     NavigatorError,
@@ -22,11 +25,8 @@ from navigator.errors import (
     ToolNotGranted,
     UnknownTool,
 )
-from navigator.grants import Caller
 from navigator.limits import LIMITS
-from navigator.service import Navigator
-from navigator.tokens import ADMIN_SCOPE
-from navigator.views import assignment_views, machine_view, mesh_view
+from navigator.walker.operations import Navigator
 
 __all__ = [
     "TOOLS_PAGE",

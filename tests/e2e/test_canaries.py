@@ -9,7 +9,7 @@ import anyio
 import httpx
 import pytest
 
-from navigator.grants import Caller
+from navigator.access.grants import Caller
 from registry import AccessStore, Registry, migrate
 from tests.harness import MeshHarness, mcp_client
 from tests.navigator.inprocess import navigator_at, walker_client

@@ -107,9 +107,9 @@ async def test_a_tls_server_registered_by_url_is_read_with_the_same_trust(tmp_pa
     registered."""
     from fastmcp import FastMCP
 
+    from navigator.catalog.upstream import pull_tools
     from navigator.errors import NodeUnavailable
     from navigator.settings import NavigatorSettings
-    from navigator.upstream import pull_tools
 
     cert, key = _self_signed(tmp_path)
     server_app = FastMCP("tls-upstream")

@@ -169,7 +169,7 @@ def test_off_tracing_imports_no_sdk() -> None:
     code = (
         "import sys\n"
         "from mesh import tracing\n"
-        "import navigator.server, mesh.server\n"
+        "import navigator.mcp.server, mesh.server\n"
         "assert tracing.configure('x', {}) is None and not tracing.enabled()\n"
         "with tracing.span('s', address='a/b/c') as s:\n"
         "    assert s is None and tracing.trace_context() == {}\n"

@@ -13,7 +13,7 @@ import pytest
 from mesh import signing
 from mesh.calltokens import CallTokenVerifier, sign_call_token
 from mesh.digests import arguments_digest
-from navigator.cursors import CursorPosition, CursorSigner
+from navigator.walker.cursors import CursorPosition, CursorSigner
 
 KEY = b"k" * 32
 
@@ -121,7 +121,7 @@ def test_expiry_is_before_it_and_not_further_off_than_the_longest() -> None:
 def test_an_elicitation_state_not_ascii_is_refused_not_raised() -> None:
     """A client's ``requestState`` is any string: one not ASCII raised ``TypeError`` out of
     ``hmac.compare_digest`` instead of asking the person again."""
-    from navigator.elicitation import _StateSigner
+    from navigator.mcp.elicitation import _StateSigner
 
     signer = _StateSigner()
     assert signer.redeem("é.é", "alice\ncall") is False

@@ -14,12 +14,12 @@ from typing import Any
 
 from fastmcp import Client
 
-from navigator.grants import Caller
+from navigator.access.grants import Caller
 from navigator.limits import LIMITS, Limits
-from navigator.server import build_mcp, running
-from navigator.service import Navigator
+from navigator.mcp.server import build_mcp, running
 from navigator.services import Services
 from navigator.settings import NavigatorSettings
+from navigator.walker.operations import Navigator
 from registry import Registry, RegistryUnavailable
 
 __all__ = ["LosingRegistry", "navigator_at", "walker_client"]

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from navigator.catalog import Catalog
+from navigator.catalog.view import Catalog
 from registry import CatalogStore, Conflict, NewTool, Registry
 from registry.catalog import PRUNED_THROUGH
 from registry.models import utcnow

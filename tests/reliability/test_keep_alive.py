@@ -17,7 +17,7 @@ import anyio
 import httpx
 import pytest
 
-from navigator.nodes import NodeConnections
+from navigator.nodes.connections import NodeConnections
 from tests.harness import STARTUP_S, free_port, stop
 
 pytestmark = [pytest.mark.e2e]

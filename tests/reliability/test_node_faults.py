@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from navigator.errors import NodeUnavailable
-from navigator.probes import Probes
+from navigator.nodes.probes import Probes
 from tests.harness import (
     MeshHarness,
     free_port,

@@ -17,13 +17,13 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from navigator.access.tokens import hash_token
 from navigator.app import build_app
 from navigator.console.session import COOKIE
 from navigator.settings import NavigatorSettings
-from navigator.tokens import hash_token
 from registry.models import ConsoleSession, Principal, utcnow
-from tests.navigator.test_auth import SECRET, _jwt
-from tests.navigator.test_console import Console, console_app
+from tests.navigator.access.test_auth import SECRET, _jwt
+from tests.navigator.console.test_console import Console, console_app
 from tests.registry import conftest as registry_fixtures
 
 #: A registry on SQLite, then on the session's PostgreSQL (``tests/registry/conftest.py``).

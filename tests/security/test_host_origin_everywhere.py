@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.navigator.test_console import console_app
+from tests.navigator.console.test_console import console_app
 
 #: The navigator's default listening address: loopback, so only loopback names are taken.
 LOOPBACK = "http://127.0.0.1:7700"

@@ -17,8 +17,8 @@ from mesh.calltokens import CallTokenVerifier
 from mesh.modules import ModuleSpec
 from mesh.server import Assignment, NodeApp
 from tests.mesh.test_node_server import KEY, module
-from tests.navigator.test_console import console_app
-from tests.navigator.test_walker_arguments import CLIENT_META, SESSIONLESS
+from tests.navigator.console.test_console import console_app
+from tests.navigator.mcp.test_walker_arguments import CLIENT_META, SESSIONLESS
 
 CANARY = "c4n4ry"
 ACCEPT = "application/json, text/event-stream"

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import httpx
 
+from navigator.access.tokens import hash_token, mint_token
 from navigator.app import build_app
 from navigator.settings import NavigatorSettings
-from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore
 
 ADVERTISE = "http://10.0.0.1:7801"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from registry import CatalogStore
 from registry.errors import SEAT_NOT_PLACED
-from tests.navigator.test_node_api import (
+from tests.navigator.api.test_node_api import (
     bearer,
     navigator,
     node_principal,

@@ -16,12 +16,12 @@ import httpx
 import pytest
 from fastmcp import FastMCP
 
+from navigator.access.tokens import hash_token, mint_token
 from navigator.app import build_app
-from navigator.destinations import REFUSED_AT_CONNECT, Destinations, parse_networks
 from navigator.errors import NodeUnavailable
-from navigator.nodes import NodeConnections
+from navigator.nodes.connections import NodeConnections
+from navigator.nodes.destinations import REFUSED_AT_CONNECT, Destinations, parse_networks
 from navigator.settings import NavigatorSettings
-from navigator.tokens import hash_token, mint_token
 from registry import AccessStore, CatalogStore
 from tests.harness import serving
 

@@ -1,0 +1,105 @@
+"""Node enrolment and heartbeats (``mesh:node``; a node principal speaks only for its machine)."""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any, Literal
+
+from pydantic import Field
+from starlette.requests import Request
+
+from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
+from navigator.access.tokens import NODE_SCOPE
+from navigator.api.access import HttpUrl, ModuleName, Scope
+from navigator.api.base import read_body, require_scope
+from navigator.catalog.registrar import AssignmentSpec
+from navigator.errors import InvalidArguments
+from navigator.http.bodies import Body
+from navigator.services import services
+
+__all__ = ["heartbeat", "register_node", "update_assignment"]
+
+
+class AssignmentBody(Body):
+    role: str = Field(max_length=63)
+    module: ModuleName
+    kind: Literal["assignment", "node_seat"] = "assignment"
+    seat: str | None = Field(default=None, max_length=63)
+    scopes: list[Scope] = Field(default_factory=list, max_length=64)
+    tools: list[dict[str, Any]] = Field(max_length=4096)
+
+
+class NodeRegistration(Body):
+    machine: str = Field(max_length=63)
+    advertise: HttpUrl
+    heartbeat_s: float = Field(alias="heartbeatS", ge=MIN_HEARTBEAT_S, le=MAX_HEARTBEAT_S)
+    assignments: list[AssignmentBody] = Field(max_length=256)
+
+
+def _spec(body: AssignmentBody, advertise: str) -> AssignmentSpec:
+    return AssignmentSpec(
+        role=body.role,
+        module=body.module,
+        tools=body.tools,
+        kind=body.kind,
+        endpoint=f"{advertise.rstrip('/')}/mcp/{body.role}",
+        seat=body.seat,
+        scopes=body.scopes,
+    )
+
+
+async def register_node(request: Request) -> dict[str, Any]:
+    """A node registers its machine and assignments; the answer carries its call-token key, and
+    when (on the navigators' clock, the one call tokens are stamped by) it registered: the node
+    refuses tokens signed before its first registration, which a node that has restarted cannot
+    tell from tokens its previous run accepted (``mesh.calltokens``)."""
+    registered_at = time.time()
+    caller = require_scope(request, NODE_SCOPE)
+    body = await read_body(request, NodeRegistration)
+    services(request).connections.destinations.check_url(body.advertise, "/advertise")
+    key, result = await services(request).registrar.register_node(
+        body.machine,
+        principal=caller.principal,
+        advertise_url=body.advertise,
+        heartbeat_s=body.heartbeat_s,
+        assignments=[_spec(a, body.advertise) for a in body.assignments],
+    )
+    return {
+        "machine": body.machine,
+        "key": base64.b64encode(key).decode("ascii"),
+        "registeredAt": registered_at,
+        "heartbeatS": body.heartbeat_s,
+        **result.as_json(),
+    }
+
+
+class AssignmentUpdate(Body):
+    advertise: HttpUrl
+    assignment: AssignmentBody
+
+
+async def update_assignment(request: Request) -> dict[str, Any]:
+    """A node's assignment changed its tool list: re-indexed at once."""
+    caller = require_scope(request, NODE_SCOPE)
+    machine = request.path_params["machine"]
+    body = await read_body(request, AssignmentUpdate)
+    if body.assignment.role != request.path_params["role"]:
+        raise InvalidArguments(
+            "The assignment's role is not the one the path names.",
+            extra={"pointer": "/assignment/role"},
+        )
+    services(request).connections.destinations.check_url(body.advertise, "/advertise")
+    registrar = services(request).registrar
+    await registrar.bind(caller.principal, machine)
+    result = await registrar.put_assignment(
+        machine, _spec(body.assignment, body.advertise), by_node=True
+    )
+    return result.as_json()
+
+
+async def heartbeat(request: Request) -> dict[str, Any]:
+    caller = require_scope(request, NODE_SCOPE)
+    machine = request.path_params["machine"]
+    await services(request).registrar.heartbeat(machine, caller.principal)
+    return {"machine": machine, "status": "answering"}

@@ -1,0 +1,5 @@
+"""What a client wrote over HTTP, read within bounds.
+
+    bodies   request bodies read no further than a bound
+    numbers  whole numbers from a path segment, a query parameter, a header
+"""
