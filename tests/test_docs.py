@@ -4,6 +4,7 @@ parses as the command line would parse it."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -119,3 +120,65 @@ def test_every_adr_is_at_most_120_lines_and_carries_no_addenda() -> None:
 
 def test_the_readme_is_at_most_150_lines() -> None:
     assert (ROOT / "README.md").read_text().count("\n") <= 150
+
+
+# ---- every module, file and name of the project the docs point at is where they say ----
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PROJECT_FILE = re.compile(
+    r"(?<![\w./-])((?:navigator|registry|mesh|meshnav|tests|benchmarks)/[\w/]+\.py)"
+)
+PROJECT_NAME = re.compile(r"(?<![\w./-])((?:navigator|registry|mesh|meshnav)(?:\.\w+)+)")
+
+
+def _module_reference(dotted: str) -> bool:
+    """Whether ``dotted`` is meant as a module or a name in one: every ``navigator.`` and
+    ``registry.`` name is; ``mesh.`` and ``meshnav.`` also begin JSON-RPC methods
+    (``mesh.tools.discover``), span attributes (``meshnav.tool``) and logger names
+    (``meshnav.navigator.calls``), so theirs are only when they go on from one of its modules."""
+    tree, second = dotted.split(".")[:2]
+    if tree in ("navigator", "registry"):
+        return True
+    return (ROOT / tree / second).is_dir() or (ROOT / tree / f"{second}.py").is_file()
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of the project, or a name one of them defines."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+def test_the_reference_finder_sees_both_forms() -> None:
+    text = "see `navigator/mcp/server.py` and ``navigator.errors.from_registry``; meshnav.tool"
+    assert PROJECT_FILE.findall(text) == ["navigator/mcp/server.py"]
+    names = PROJECT_NAME.findall(text)
+    assert [name for name in names if _module_reference(name)] == ["navigator.errors.from_registry"]
+    assert _module_reference("mesh.modules.gone") and not _module_reference("mesh.tools.discover")
+    assert _resolves("navigator.errors.from_registry")
+    assert not _resolves("navigator.catalog.gone")
+
+
+def test_every_module_and_name_the_docs_point_at_exists() -> None:
+    """A module moved or a name renamed leaves the ADRs and the reference pointing nowhere."""
+    missing = sorted(
+        f"{page.relative_to(ROOT)}: {found}"
+        for page in PAGES
+        for text in [page.read_text()]
+        for found in {
+            *PROJECT_FILE.findall(text),
+            *filter(_module_reference, PROJECT_NAME.findall(text)),
+        }
+        if not ((ROOT / found).exists() if found.endswith(".py") else _resolves(found))
+    )
+    assert missing == []

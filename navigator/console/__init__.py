@@ -16,6 +16,20 @@ headers; nothing is loaded from outside the navigator.
     /console/events                     server-sent events: the mesh changed
     /console/sign-in, /console/sign-out POST
     /console/static/{name}              stylesheet, script, icon
+
+Its modules:
+
+    pages       the page handlers: authenticate the viewer, read what they may see, render it
+    session     signing in with a bearer token, and who is looking
+    viewpoint   what one viewer sees, read through the walker tools' own code
+    render      the main content of the mesh, machine and grants pages
+    assignment  an assignment's page: its tools with their contracts
+    search      the console's search page, the ``search`` walker tool's answer
+    activity    recent audit events, the page and its filters
+    events      live updates: the server-sent-events stream fed by the catalogue
+    layout      the HTML shell and the pieces every page shares; tables the data blocks
+    security    the headers every answer carries, and the same-origin checks
+    assets      the stylesheet, script and icon, served by the navigator itself
 """
 
 from __future__ import annotations

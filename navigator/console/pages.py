@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from navigator.console import contracts, render
+from navigator.console import render
 from navigator.console.activity import activity_page, recent_activity, with_activity
+from navigator.console.assignment import assignment_page
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
 from navigator.console.session import authenticate_viewer, error_json, sign_in_page
@@ -104,7 +105,7 @@ async def _assignment(request: Request, viewpoint: Viewpoint) -> Page:
     )
     target = f"{view.holding.address}/*"
     events = await recent_activity(request, viewpoint, target=target)
-    return with_activity(contracts.assignment_page(view), events, more={"address": target})
+    return with_activity(assignment_page(view), events, more={"address": target})
 
 
 async def _search(request: Request, viewpoint: Viewpoint) -> Page:
