@@ -1,5 +1,7 @@
 """Who is calling and what they may do.
 
+Its modules:
+
     grants          Caller, and the one grant evaluator (SPEC §4)
     authentication  bearer tokens of stored principals, JWTs, the ASGI middleware
     tokens          principals' stored tokens and the scopes the navigator names

@@ -1,5 +1,7 @@
 """The in-memory view of the mesh, and keeping it current.
 
+Its modules:
+
     view             Catalog: every live tool by address, machine status, the search index
     following        keeping one navigator's view current while others change the registry
     registrar        changing the catalogue: registrations, retirements, seat placements

@@ -1,5 +1,7 @@
 """What agents speak to: the MCP server and everything that knows MCP's types.
 
+Its modules:
+
     server       the FastMCP server: the four walker tools, ``mesh.tools.discover``, running
     tools        the walker tools' definitions: arguments, output schemas, descriptions
     middleware   who is calling, per request, and errors turned into SPEC §9 answers
