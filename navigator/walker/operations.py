@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
-from mcp_types import CallToolResult
 
 from mesh import tracing
 from mesh.calltokens import sign_call_token
@@ -47,8 +46,7 @@ from navigator.errors import (
     UnknownTool,
 )
 from navigator.limits import LIMITS
-from navigator.mcp.answers import fit_entries, wire_size
-from navigator.nodes.connections import NodeConnections, ProgressSink
+from navigator.nodes.connections import NodeAnswer, NodeConnections, ProgressSink
 from navigator.search import Hit, shown_holders
 from navigator.validation import (
     NOT_UNICODE,
@@ -62,6 +60,7 @@ from navigator.walker.confirmation import Confirmations, Elicitor
 from navigator.walker.cursors import CursorPosition, CursorSigner, Listings
 from navigator.walker.nearby import holders_of, nearby
 from navigator.walker.seats import authorised_contracts, walk
+from navigator.walker.sizing import fit_entries, wire_size
 from registry import GrantRecord, Registry, read_grant_revision, read_snapshot
 
 __all__ = ["WALKER_ARGUMENTS", "Navigator"]
@@ -531,7 +530,7 @@ class Navigator:
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
-    ) -> CallToolResult:
+    ) -> NodeAnswer:
         """SPEC §3's call, audited (ADR 0039) and admitted first under the caller's quota
         (ADR 0041)."""
         seen = _Seen()
@@ -557,7 +556,7 @@ class Navigator:
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
-    ) -> CallToolResult:
+    ) -> NodeAnswer:
         with tracing.span("grants"):
             tool = await self._allowed(caller, address, seen=seen)  # 1. and 2.
         seen.address = tool.address
