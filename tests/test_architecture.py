@@ -135,7 +135,8 @@ def test_no_test_patches_the_projects_own_modules() -> None:
 
 
 def imported_modules(source: str) -> Iterator[tuple[int, str]]:
-    """The line and absolute module of each import in ``source`` (relative ones stay inside)."""
+    """The line and absolute module of each import in ``source``, wherever it is (in a function,
+    under ``TYPE_CHECKING``); relative ones stay inside."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name) for alias in node.names)
@@ -151,11 +152,15 @@ from . import spec
 
 def late():
     import navigator.limits as limits
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 """
     assert [module for _, module in imported_modules(sample)] == [
         "navigator",
         "registry.errors",
         "navigator.limits",
+        "mcp_types",
     ]
 
 
@@ -169,3 +174,37 @@ def test_the_node_agent_imports_neither_the_navigator_nor_the_registry() -> None
         if module.split(".")[0] in ("navigator", "registry")
     ]
     assert found == []
+
+
+#: What the walker must not import: MCP's types and FastMCP (``navigator.mcp`` is where they are
+#: met), and the caller's authentication, which hands it ``Caller.renew`` instead.
+WALKER_MUST_NOT_IMPORT = (
+    "mcp",
+    "mcp_types",
+    "fastmcp",
+    "navigator.mcp",
+    "navigator.access.authentication",
+    "navigator.console",
+)
+
+
+def _reached(source: str) -> Iterator[str]:
+    """Each module ``source`` imports, and the dotted path of each name its imports bind: a name
+    imported from a package (``from navigator import mcp``) counts as its module does."""
+    yield from (module for _, module in imported_modules(source))
+    yield from _imported_names(ast.parse(source)).values()
+
+
+def test_the_walker_imports_no_mcp_types() -> None:
+    """``navigator.walker`` is the four operations apart from MCP: the MCP face calls in, and
+    what a node answered is named by ``navigator.nodes.connections`` (``NodeAnswer``)."""
+    found = {
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in sorted((ROOT / "navigator" / "walker").glob("*.py"))
+        for module in _reached(path.read_text())
+        if any(
+            module == forbidden or module.startswith(f"{forbidden}.")
+            for forbidden in WALKER_MUST_NOT_IMPORT
+        )
+    }
+    assert found == set()

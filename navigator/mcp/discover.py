@@ -21,11 +21,11 @@ from pydantic import ConfigDict
 
 from navigator.errors import NavigatorError, error_body, from_registry
 from navigator.limits import LIMITS
-from navigator.mcp.answers import room_for
 from navigator.mcp.middleware import CallerSource, resolve_caller
 from navigator.mcp.tools import WALKER_TOOLS, check_arguments
 from navigator.validation import compile_schema
 from navigator.walker.operations import Navigator
+from navigator.walker.sizing import room_for
 from registry import RegistryError
 
 __all__ = ["METHOD", "DiscoverExtension"]

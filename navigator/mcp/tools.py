@@ -25,11 +25,13 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.limits import LIMITS
-from navigator.mcp.answers import answer, error_answer, room_for
+from navigator.mcp.answers import answer, error_answer
 from navigator.mcp.elicitation import InputNeeded, elicitor_for
 from navigator.mcp.middleware import current_caller
 from navigator.validation import NOT_UNICODE, CompiledSchema, compile_schema, is_unicode_text
-from navigator.walker.operations import WALKER_ARGUMENTS, Navigator
+from navigator.walker.calling import WALKER_ARGUMENTS
+from navigator.walker.operations import Navigator
+from navigator.walker.sizing import room_for
 from registry import RegistryError
 
 __all__ = ["WALKER_TOOLS", "check_arguments", "walker_tools"]

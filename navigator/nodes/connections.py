@@ -72,11 +72,14 @@ if TYPE_CHECKING:
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-__all__ = ["NodeConnections", "ProgressSink", "import_client"]
+__all__ = ["NodeAnswer", "NodeConnections", "ProgressSink", "import_client"]
 
 logger = logging.getLogger("meshnav.navigator.nodes")
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+
+#: What the node answered, relayed as it is: the name the walker gives it, without MCP's types.
+NodeAnswer = CallToolResult
 
 RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 

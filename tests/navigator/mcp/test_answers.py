@@ -24,7 +24,8 @@ from navigator.catalog.view import Catalog
 from navigator.errors import NavigatorError, NodeUnavailable, ToolNotGranted, UnknownTool
 from navigator.mcp.tools import WALKER_TOOLS
 from navigator.nodes.connections import NodeConnections
-from navigator.walker.operations import WALKER_ARGUMENTS, Navigator
+from navigator.walker.calling import WALKER_ARGUMENTS
+from navigator.walker.operations import Navigator
 from registry import AccessStore, CatalogStore, GrantRecord, GrantSnapshot
 from tests.navigator.inprocess import navigator_at, walker_client
 from tests.navigator.meshes import tools
