@@ -29,7 +29,7 @@ from navigator.catalog.registry_writes import RegistryWrites
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 from navigator.search import SearchIndex, ToolDocument, document_from_tool
-from navigator.search.documents import slot_setters
+from navigator.search.documents import slot_init
 from registry import (
     AssignmentPlace,
     CatalogRow,
@@ -136,7 +136,8 @@ def _head_of(definition: Mapping[str, Any]) -> tuple[str, str, dict[str, Any] | 
     )
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@slot_init  # as ``ToolDocument``: a load makes as many of these
+@dataclass(frozen=True, slots=True)
 class CatalogTool:
     """One live tool: how agents address it, and where it actually runs."""
 
@@ -149,29 +150,6 @@ class CatalogTool:
     endpoint: str | None
     contract: Contract
     confirmation: str
-
-    def __init__(
-        self,
-        address: str,
-        holder: str,
-        role: str,
-        name: str,
-        machine: str,
-        endpoint_role: str,
-        endpoint: str | None,
-        contract: Contract,
-        confirmation: str,
-    ) -> None:
-        # As ``ToolDocument``'s: the slots' setters, for a third of a frozen dataclass's time.
-        _SET_TOOL[0](self, address)
-        _SET_TOOL[1](self, holder)
-        _SET_TOOL[2](self, role)
-        _SET_TOOL[3](self, name)
-        _SET_TOOL[4](self, machine)
-        _SET_TOOL[5](self, endpoint_role)
-        _SET_TOOL[6](self, endpoint)
-        _SET_TOOL[7](self, contract)
-        _SET_TOOL[8](self, confirmation)
 
     @property
     def contract_digest(self) -> str:
@@ -224,7 +202,6 @@ def _clipped(text: str) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-_SET_TOOL = tuple(slot_setters(CatalogTool))
 _NO_TOOLS: Mapping[str, CatalogTool] = MappingProxyType({})
 
 
