@@ -33,8 +33,10 @@ from navigator.addresses import (
     parse_tool_address,
     parse_walk_address,
 )
+from navigator.catalog.machines import ANSWERING, NOT_ANSWERING
+from navigator.catalog.records import CatalogTool
 from navigator.catalog.registry_reads import short_read
-from navigator.catalog.view import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
+from navigator.catalog.view import Catalog
 from navigator.errors import (
     ConfirmationRequired,
     InvalidAddress,
