@@ -35,7 +35,9 @@ import navigator.walker.seats as walk_module  # noqa: E402
 from benchmarks.registry_scale import fill_registry, plan_catalogue  # noqa: E402
 from navigator.access.grants import Caller, Permissions, compile_permissions  # noqa: E402
 from navigator.addresses import parse_walk_address  # noqa: E402
-from navigator.catalog.view import RETIRED, Catalog, contracts_fingerprint  # noqa: E402
+from navigator.catalog.machines import RETIRED  # noqa: E402
+from navigator.catalog.records import contracts_fingerprint  # noqa: E402
+from navigator.catalog.view import Catalog  # noqa: E402
 from navigator.nodes.connections import NodeConnections  # noqa: E402
 from navigator.walker.cursors import Listings  # noqa: E402
 from navigator.walker.operations import Navigator  # noqa: E402

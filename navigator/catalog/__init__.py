@@ -2,7 +2,13 @@
 
 Its modules:
 
-    view             Catalog: every live tool by address, machine status, the search index
+    view             Catalog: queries over the current view; when it is loaded and caught up
+    state            one view as data: machines, assignments, live tools, the search index
+    records          CatalogTool and CatalogAssignment; the fingerprint cursors bind
+    contracts        tool contracts held once per contract digest, decoded once per pass
+    machines         a machine's record and heartbeat, and the status they make
+    loading          reading the registry into a view: the whole catalogue, or one machine
+    live_views       what live views are told when the catalogue changes
     following        keeping one navigator's view current while others change the registry
     registrar        changing the catalogue: registrations, retirements, seat placements
     upstream         reading an MCP server's ``tools/list`` when it is registered by URL

@@ -11,7 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from navigator.addresses import Address
-from navigator.catalog.view import RETIRED, Catalog, CatalogAssignment
+from navigator.catalog.machines import RETIRED
+from navigator.catalog.records import CatalogAssignment
+from navigator.catalog.view import Catalog
 from navigator.walker.seats import machine_status, named_assignments
 from registry import MachineRecord
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from navigator.catalog.view import RETIRED
+from navigator.catalog.machines import RETIRED
 from navigator.console.layout import (
     NO_GRANTS,
     RETIRED_ASSIGNMENT,

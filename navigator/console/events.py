@@ -35,8 +35,9 @@ from starlette.types import Receive, Scope, Send
 
 from navigator.access.grants import Caller
 from navigator.access.tokens import ADMIN_SCOPE
+from navigator.catalog.live_views import CatalogEvent
 from navigator.catalog.registry_reads import short_read
-from navigator.catalog.view import Catalog, CatalogEvent
+from navigator.catalog.view import Catalog
 from navigator.console.session import authenticate_viewer, error_json
 from navigator.errors import NavigatorError, TooManyStreams, Unauthenticated, from_registry
 from navigator.limits import LIMITS

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
-from navigator.catalog.view import RETIRED
+from navigator.catalog.machines import RETIRED
 from navigator.console.layout import (
     NO_GRANTS,
     RETIRED_MACHINE,

@@ -15,8 +15,9 @@ from typing import Any
 from navigator.access.grants import Caller
 from navigator.access.tokens import ADMIN_SCOPE
 from navigator.addresses import MESH, is_machine_name, parse_address
+from navigator.catalog.machines import RETIRED
 from navigator.catalog.overview import assignment_views, machine_view, mesh_view
-from navigator.catalog.view import RETIRED, Catalog
+from navigator.catalog.view import Catalog
 from navigator.errors import (
     InvalidCursor,
     NavigatorError,

@@ -15,8 +15,9 @@ from typing import TypeVar
 
 from navigator.access.grants import Caller, Permissions, compile_permissions
 from navigator.addresses import COLLAPSED, LOWER_CASE, parse_collapsed, parse_tool_address
+from navigator.catalog.records import CatalogTool
 from navigator.catalog.registry_reads import short_read
-from navigator.catalog.view import Catalog, CatalogTool
+from navigator.catalog.view import Catalog
 from navigator.errors import InvalidAddress, NavigatorError, ToolNotGranted, UnknownTool
 from navigator.limits import LIMITS
 from navigator.walker.nearby import holders_of, nearby

@@ -22,7 +22,8 @@ from mesh.digests import arguments_digest
 from navigator.access.auditing import AuditLog
 from navigator.access.grants import Caller
 from navigator.access.quotas import Quotas
-from navigator.catalog.view import Catalog, CatalogTool
+from navigator.catalog.records import CatalogTool
+from navigator.catalog.view import Catalog
 from navigator.errors import ConfirmationRequired, InvalidArguments, NavigatorError, NodeUnavailable
 from navigator.nodes.connections import NodeAnswer, NodeConnections, ProgressSink
 from navigator.validation import NOT_UNICODE, CompiledSchema, SchemaCache, is_unicode_text

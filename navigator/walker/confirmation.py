@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from navigator.access.grants import Caller
-from navigator.catalog.view import CatalogTool
+from navigator.catalog.records import CatalogTool
 from navigator.errors import ConfirmationRequired
 
 __all__ = [

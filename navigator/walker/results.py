@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from navigator.catalog.view import ANSWERING, NOT_ANSWERING, Catalog, CatalogTool
+from navigator.catalog.machines import ANSWERING, NOT_ANSWERING
+from navigator.catalog.records import CatalogTool
+from navigator.catalog.view import Catalog
 from navigator.search import Hit, shown_holders
 from navigator.walker.confirmation import Confirmations
 

@@ -14,15 +14,9 @@ from typing import Any
 from mesh.digests import digest
 from navigator.access.grants import Permissions
 from navigator.addresses import MESH, WILDCARD, Address
-from navigator.catalog.view import (
-    ANSWERING,
-    NOT_ANSWERING,
-    RETIRED,
-    Catalog,
-    CatalogAssignment,
-    CatalogTool,
-    contracts_fingerprint,
-)
+from navigator.catalog.machines import ANSWERING, NOT_ANSWERING, RETIRED
+from navigator.catalog.records import CatalogAssignment, CatalogTool, contracts_fingerprint
+from navigator.catalog.view import Catalog
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from navigator.catalog.view import ANSWERING, MISSED, NOT_ANSWERING, UNRECORDED, Catalog
+from navigator.catalog.machines import ANSWERING, MISSED, NOT_ANSWERING, UNRECORDED
+from navigator.catalog.view import Catalog
 from navigator.console.layout import heartbeats_note
 from registry import CatalogStore, Registry, RegistryUnavailable, migrate
 

@@ -18,7 +18,9 @@ import navigator.walker.seats as walk_module
 from mesh.digests import digest
 from navigator.access.grants import Caller, Permissions, compile_permissions
 from navigator.addresses import Address, parse_walk_address
-from navigator.catalog.view import RETIRED, Catalog, contracts_fingerprint
+from navigator.catalog.machines import RETIRED
+from navigator.catalog.records import contracts_fingerprint
+from navigator.catalog.view import Catalog
 from navigator.errors import UnknownTool
 from registry import CatalogStore, GrantRecord, GrantSnapshot, Registry, migrate
 from tests.navigator.meshes import small_mesh, tools
