@@ -14,7 +14,6 @@ from navigator.addresses import Address
 from navigator.catalog.machines import RETIRED
 from navigator.catalog.records import CatalogAssignment
 from navigator.catalog.view import Catalog
-from navigator.walker.seats import machine_status, named_assignments
 from registry import MachineRecord
 
 __all__ = ["assignment_views", "machine_view", "mesh_view"]
@@ -60,9 +59,9 @@ def machine_view(catalog: Catalog, name: str) -> dict[str, Any] | None:
 
 def assignment_views(catalog: Catalog, address: Address) -> list[dict[str, Any]]:
     """The assignments at ``HOLDER/ROLE`` as ``mesh_view`` lists them — those a walk of it reads
-    (``named_assignments``): a machine's assignment, or every assignment that holds (or held,
+    (``Catalog.assignments_at``): a machine's assignment, or every assignment that holds (or held,
     until its machine is read again) the mesh seat ``ROLE``."""
-    found = named_assignments(catalog, address)
+    found = catalog.assignments_at(address)
     now = datetime.now(UTC)
     return [
         _assignment(catalog, a, now)
@@ -78,7 +77,7 @@ def _by_key(assignment: CatalogAssignment) -> tuple[str, str]:
 def _machine(catalog: Catalog, record: MachineRecord, now: datetime) -> dict[str, Any]:
     return {
         "name": record.name,
-        **machine_status(catalog, record.name, now),
+        **catalog.machine_status_fields(record.name, now),
         "advertise": record.advertise_url,
         "lastHeartbeat": record.last_heartbeat_at.isoformat() if record.last_heartbeat_at else None,
         "assignments": [],

@@ -92,3 +92,8 @@ class CatalogAssignment(AssignmentPlace):
     the ``CatalogTool``s)."""
 
     tools: tuple[str, ...]
+
+    @property
+    def listed_kind(self) -> str:
+        """How a listing names its kind: seat, node seat or assignment."""
+        return "seat" if self.seat else self.kind.replace("_", " ")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 
 import anyio
 
+from navigator.addresses import MESH, WILDCARD, Address
 from navigator.catalog.contracts import SharedContracts
 from navigator.catalog.live_views import CatalogEvent, LiveViews
 from navigator.catalog.loading import CATCH_UP_PAGE, place_machine, read_machine, read_whole
@@ -137,6 +138,16 @@ class Catalog:
         state = self._state.machines.get(machine)
         return None if state is None else state.heartbeats(now, self.writes.judged_at(now))
 
+    def machine_status_fields(self, machine: str, now: datetime) -> dict[str, str]:
+        """A machine's ``status``, and its ``heartbeats`` where they explain it, as a listing
+        shows them: ``missed`` when none came, ``unrecorded`` when the registry could not
+        record them (ADR 0031)."""
+        fields = {"status": self.machine_status(machine, now)}
+        heartbeats = self.heartbeats(machine, now)
+        if heartbeats is not None:
+            fields["heartbeats"] = heartbeats
+        return fields
+
     def _served_status(self, machine: str, endpoint: str | None, now: datetime | None) -> str:
         """Its machine's status; not answering without an endpoint to call."""
         status = self.machine_status(machine, now)
@@ -173,6 +184,23 @@ class Catalog:
     def assignment(self, machine: str, role: str) -> CatalogAssignment | None:
         """``machine``'s assignment ``role``, retired or not; ``None`` when there is none."""
         return self._state.assignments.get((machine, role))
+
+    def assignments_at(self, address: Address | None) -> Iterable[CatalogAssignment]:
+        """The assignments a listing at ``address`` reads: every one at the top, a machine's by
+        its name, one of them by its key; the mesh seats and a node seat by what they are."""
+        if address is None:
+            return self.assignments()
+        holder, role = address.holder, address.role
+        if holder == WILDCARD:
+            return [
+                a for a in self.assignments() if a.listed_kind == "node seat" and a.role == role
+            ]
+        if holder == MESH:  # a seat is addressed by its name
+            return [a for a in self.assignments() if a.seat is not None and role in (None, a.seat)]
+        if role is None:
+            return [a for a in self.machine_assignments(holder) if not a.seat]
+        assignment = self.assignment(holder, role)
+        return () if assignment is None or assignment.seat else (assignment,)
 
     # --- loading and following the registry ------------------------------------------------
 

@@ -18,7 +18,7 @@ from rapidfuzz.distance import OSA
 from navigator.access.grants import Permissions
 from navigator.addresses import MESH, Address
 from navigator.catalog.view import Catalog
-from navigator.walker.seats import named_assignments, reachable
+from navigator.walker.seats import reachable
 
 __all__ = ["SUGGESTIONS", "holders_of", "nearby"]
 
@@ -52,7 +52,7 @@ def nearby(catalog: Catalog, permissions: Permissions, address: Address) -> list
     holders = [*(record.name for record in catalog.machines()), MESH]  # mesh: its seats, if any
     found: list[tuple[int, str]] = []
     for near_holder, holder_off in _near(holder, holders):
-        roles = {a.address_role: a for a in named_assignments(catalog, Address(near_holder))}
+        roles = {a.address_role: a for a in catalog.assignments_at(Address(near_holder))}
         for near_role, role_off in _near(role, roles):
             tools = catalog.assignment_tools(roles[near_role])
             by_name = {t.name: t for t in tools.values()}

@@ -20,7 +20,7 @@ from navigator.catalog.view import Catalog
 from navigator.errors import UnknownTool
 from navigator.limits import LIMITS
 
-__all__ = ["authorised_contracts", "machine_status", "named_assignments", "reachable", "walk"]
+__all__ = ["authorised_contracts", "reachable", "walk"]
 
 NOTHING_HERE = (
     "Nothing you may call is at that address: seats with no address lists the machines and "
@@ -60,7 +60,7 @@ class _Holding:
 
     @property
     def kind(self) -> str:
-        return _kind(self.assignment)
+        return self.assignment.listed_kind
 
 
 def _holdings(
@@ -72,7 +72,7 @@ def _holdings(
     Only those assignments are read, and their tools one by one only when a grant names some of
     them: a walk costs what it lists, not the whole mesh.
     """
-    offers = _offers(catalog, permissions, named_assignments(catalog, address))
+    offers = _offers(catalog, permissions, catalog.assignments_at(address))
     return [_Holding(assignment, status, allowed) for assignment, status, allowed, _ in offers]
 
 
@@ -113,7 +113,7 @@ def authorised_contracts(catalog: Catalog, permissions: Permissions) -> str:
             [
                 assignment.machine,
                 assignment.role,
-                _kind(assignment),
+                assignment.listed_kind,
                 assignment.module,
                 catalog.assignment_fingerprint(assignment)
                 if whole
@@ -138,27 +138,6 @@ def reachable(catalog: Catalog, permissions: Permissions) -> Iterable[CatalogAss
             candidates = catalog.machine_assignments(str(holder))
         found += [a for a in candidates if a.holder == holder]
     return found
-
-
-def _kind(assignment: CatalogAssignment) -> str:
-    """How a listing names an assignment's kind: seat, node seat or assignment."""
-    return "seat" if assignment.seat else assignment.kind.replace("_", " ")
-
-
-def named_assignments(catalog: Catalog, address: Address | None) -> Iterable[CatalogAssignment]:
-    """The assignments the listing at ``address`` reads: every one at the top, a machine's by
-    its name, one of them by its key; the mesh seats and a node seat by what they are."""
-    if address is None:
-        return catalog.assignments()
-    holder, role = address.holder, address.role
-    if holder == WILDCARD:
-        return [a for a in catalog.assignments() if _kind(a) == "node seat" and a.role == role]
-    if holder == MESH:  # a seat is addressed by its name
-        return [a for a in catalog.assignments() if a.seat is not None and role in (None, a.seat)]
-    if role is None:
-        return [a for a in catalog.machine_assignments(holder) if not a.seat]
-    assignment = catalog.assignment(holder, role)
-    return () if assignment is None or assignment.seat else (assignment,)
 
 
 def walk(
@@ -194,7 +173,7 @@ def walk(
         return {
             "address": address.holder,
             "kind": "machine",
-            **machine_status(catalog, address.holder, datetime.now(UTC)),
+            **catalog.machine_status_fields(address.holder, datetime.now(UTC)),
             "entries": sorted(entries, key=_by_address),
         }
     if not holdings:
@@ -260,16 +239,6 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
     }
 
 
-def machine_status(catalog: Catalog, name: str, now: datetime) -> dict[str, str]:
-    """A machine's ``status``, and its ``heartbeats`` where they explain it: ``missed`` when none
-    came, ``unrecorded`` when the registry could not record them (ADR 0031)."""
-    status = {"status": catalog.machine_status(name, now)}
-    heartbeats = catalog.heartbeats(name, now)
-    if heartbeats is not None:
-        status["heartbeats"] = heartbeats
-    return status
-
-
 def _by_address(entry: dict[str, Any]) -> str:
     return str(entry["address"])
 
@@ -299,7 +268,7 @@ def _top(catalog: Catalog, holdings: list[_Holding]) -> list[dict[str, Any]]:
         {
             "address": name,
             "kind": "machine",
-            **machine_status(catalog, name, now),
+            **catalog.machine_status_fields(name, now),
             "tools": count,
         }
         for name, count in sorted(per_machine.items())
