@@ -15,15 +15,16 @@ from registry.access import (
     read_subject_snapshot,
     read_token_holder,
 )
-from registry.catalog import (
+from registry.catalog import CatalogStore
+from registry.catalog_records import (
     AssignmentPlace,
     AssignmentRecord,
-    CatalogRow,
-    CatalogStore,
     MachineRecord,
     NewTool,
     ToolRecord,
 )
+from registry.catalog_rows import CatalogRow
+from registry.changelog import ChangesSince, read_changes_since, read_machine_records
 from registry.database import (
     HEAD_REVISION,
     Registry,
@@ -43,6 +44,7 @@ __all__ = [
     "AssignmentRecord",
     "CatalogRow",
     "CatalogStore",
+    "ChangesSince",
     "Conflict",
     "ConsoleSessions",
     "GrantRecord",
@@ -62,8 +64,10 @@ __all__ = [
     "ToolRecord",
     "existing_revision",
     "migrate",
+    "read_changes_since",
     "read_console_session",
     "read_grant_revision",
+    "read_machine_records",
     "read_snapshot",
     "read_subject_snapshot",
     "read_token_holder",

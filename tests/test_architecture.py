@@ -208,3 +208,24 @@ def test_the_walker_imports_no_mcp_types() -> None:
         )
     }
     assert found == set()
+
+
+def test_the_navigator_imports_no_statement_of_the_registry() -> None:
+    """The registry's SQL stays the registry's: the navigator calls its functions and stores and
+    gets records back, never a statement to run through ``Registry.rows`` itself."""
+    import importlib
+
+    from sqlalchemy.sql import ClauseElement
+
+    found = []
+    for path in _python_files("navigator"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
+                continue
+            if node.module.split(".")[0] != "registry":
+                continue
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if isinstance(getattr(module, alias.name, None), ClauseElement):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}")
+    assert found == []
