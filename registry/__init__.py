@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from registry.access import (
+from registry.access import AccessStore
+from registry.access_records import (
     UNLIMITED,
-    AccessStore,
     GrantRecord,
     GrantSnapshot,
     PrincipalRecord,
     Quota,
     TokenHolder,
-    read_grant_revision,
-    read_snapshot,
-    read_subject_snapshot,
-    read_token_holder,
 )
 from registry.catalog import CatalogStore
 from registry.catalog_records import (
@@ -34,6 +30,12 @@ from registry.database import (
     shown_url,
 )
 from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
+from registry.grant_reads import (
+    read_grant_revision,
+    read_snapshot,
+    read_subject_snapshot,
+    read_token_holder,
+)
 from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read_console_session
 
 __all__ = [
