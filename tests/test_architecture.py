@@ -229,3 +229,15 @@ def test_the_navigator_imports_no_statement_of_the_registry() -> None:
                 if isinstance(getattr(module, alias.name, None), ClauseElement):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}")
     assert found == []
+
+
+def test_no_error_is_named_alike_in_two_packages() -> None:
+    """One errors tree: the registry's errors are the registry's, and the navigator's answers for
+    them (``navigator.errors.from_registry``) are named apart, as is every other package's."""
+    defined: dict[str, list[str]] = {}
+    for package in sorted(PROJECT):
+        path = ROOT / package / "errors.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(package)
+    assert {name: where for name, where in defined.items() if len(where) > 1} == {}
