@@ -1,4 +1,22 @@
-"""The control plane's store: machines, seats, assignments, tools, principals, grants, revisions."""
+"""The control plane's store: machines, seats, assignments, tools, principals, grants, revisions.
+
+Its modules:
+
+    database         Registry: engines, transactions, one-statement reads, migrations
+    models           the tables, as SQLAlchemy typed models
+    errors           the registry's errors, storage exceptions translated in one place
+    reads            one-statement reads on a held SQLite connection, compiled once
+    catalog          CatalogStore: changing the catalogue, each change logged
+    catalog_reads    CatalogReader: reading the catalogue inside a transaction
+    catalog_records  what the catalogue store takes and hands out
+    catalog_rows     the whole catalogue read flat, streamed for a navigator's load
+    changelog        the change log, its pruning mark, and what a navigator follows it with
+    access           AccessStore: principals and grants
+    access_records   what the access store and the grant reads hand out
+    grant_reads      the token and grant reads every request makes
+    sessions         console sessions
+    audit            the audit trail's store
+"""
 
 from __future__ import annotations
 
