@@ -29,7 +29,6 @@ from navigator.api.audit import audit_filter, audit_page, audit_verify
 from navigator.errors import (
     InvalidAddress,
     NavigatorError,
-    NotFound,
     error_body,
     from_registry,
 )
@@ -39,6 +38,7 @@ from registry import (
     AccessStore,
     CatalogStore,
     GrantRecord,
+    NotFound,
     Quota,
     Registry,
     RegistryError,
@@ -204,7 +204,7 @@ class Access:
             await self._api("DELETE", f"/grants/{grant_id}")
             return
         if not 0 < grant_id <= GRANT_ID_MOST:  # as the API answers it: past the column, none
-            raise _command_error(NotFound("No such grant."))
+            raise _command_error(from_registry(NotFound("No such grant.")))
         self._direct(lambda store: store.revoke_grant(grant_id))
 
     async def check(self, principal: str, address: str) -> dict[str, Any]:
@@ -251,5 +251,5 @@ def _named(name: str) -> str:
     """A principal's name as one path segment. A name no principal can have (``..``, ``a/b``)
     is refused here, as the API would refuse it: it must not become another path."""
     if not is_principal_name(name):
-        raise _command_error(NotFound("No such principal."))
+        raise _command_error(from_registry(NotFound("No such principal.")))
     return quote(name, safe="")

@@ -14,15 +14,26 @@
     ├── NodeAnswerTooLarge              node_answer_too_large        502
     ├── NodeUnavailable                 node_unavailable             503
     ├── ToolValidationUnavailable       tool_validation_unavailable  503
-    ├── RegistryUnavailable             registry_unavailable         503
+    ├── GrantRowsUnusable               registry_unavailable         503  (fails closed, ADR 0009)
     ├── NavigatorStopping               navigator_stopping           503  (ADR 0030)
     ├── NodeTimeout                     node_timeout                 504
-    ├── NotFound                        not_found                    404  (admin API only)
-    ├── Conflict                        conflict                     409  (admin API only)
-    └── TooManyStreams                  too_many_streams             429  (console only)
+    ├── UnknownPath                     not_found                    404  (admin API only)
+    ├── UnknownPrincipal                not_found                    404  (admin API only)
+    ├── UnknownPage                     not_found                    404  (console only)
+    ├── UnknownMethod                   not_found                    404  (MCP methods)
+    ├── MethodNotAllowed                method_not_allowed           405  (admin API only)
+    ├── NotPullable                     conflict                     409  (admin API only)
+    ├── TooManyStreams                  too_many_streams             429  (console only)
+    └── RegistryAnswer                  a registry error as the wire answers it (from_registry)
+        ├── NotInRegistry               not_found                    404  registry.NotFound
+        ├── RegistryConflict            conflict                     409  registry.Conflict
+        └── RegistryOutage              registry_unavailable         503  the registry's others
 
-Every message is written here or by the code raising the error, never formatted from a caller's
-arguments, a query, a schema or a storage exception: a client sees only what we chose to say.
+The registry's errors are the registry's (``registry.errors``): navigator code raises or lets
+them through, and each boundary that answers a client turns them into wire answers here, in one
+function (``from_registry``, ADR 0013). Every message is written here or by the code raising the
+error, never formatted from a caller's arguments, a query, a schema or a storage exception: a
+client sees only what we chose to say.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import registry
 
 __all__ = [
     "ConfirmationRequired",
-    "Conflict",
+    "GrantRowsUnusable",
     "InvalidAddress",
     "InvalidArguments",
     "InvalidCursor",
@@ -43,15 +54,22 @@ __all__ = [
     "NodeAnswerTooLarge",
     "NodeTimeout",
     "NodeUnavailable",
-    "NotFound",
+    "NotInRegistry",
+    "NotPullable",
     "RateLimited",
-    "RegistryUnavailable",
+    "RegistryAnswer",
+    "RegistryConflict",
+    "RegistryOutage",
     "TooManyStreams",
     "ToolGrantsChanged",
     "ToolNotGranted",
     "ToolSchemaTooLarge",
     "ToolValidationUnavailable",
     "Unauthenticated",
+    "UnknownMethod",
+    "UnknownPage",
+    "UnknownPath",
+    "UnknownPrincipal",
     "UnknownTool",
     "error_body",
     "error_chain",
@@ -161,7 +179,10 @@ class ToolValidationUnavailable(NavigatorError):
     default_message = "The tool's schema cannot be checked, so it cannot be called."
 
 
-class RegistryUnavailable(NavigatorError):
+class GrantRowsUnusable(NavigatorError):
+    """The grant rows that may apply to a caller cannot be judged — more of them than a snapshot
+    holds, or one malformed — so nothing is allowed: fail closed (ADR 0009)."""
+
     code = "registry_unavailable"
     status = 503
     default_message = "The registry cannot be read right now."
@@ -192,12 +213,41 @@ def error_body(error: NavigatorError) -> dict[str, Any]:
     return {"error": error.code, "status": error.status, "message": error.message, **error.extra}
 
 
-class NotFound(NavigatorError):
-    """The admin API's answer for a machine, assignment, seat, principal or grant not there."""
+class UnknownPath(NavigatorError):
+    """The admin API's answer for a path under ``/api/v1`` that no route serves (ADR 0013)."""
 
     code = "not_found"
     status = 404
-    default_message = "Not found."
+    default_message = "No such API path."
+
+
+class UnknownPrincipal(NavigatorError):
+    """The admin API's answer for a grant row naming a principal the registry does not hold,
+    unless forced (ADR 0036): the body's field is refused, with its pointer."""
+
+    code = "not_found"
+    status = 404
+    default_message = "Unknown principal: the registry holds no principal of that name."
+
+
+class UnknownPage(NavigatorError):
+    """The console's answer for a page it does not serve: a path, or a machine or assignment
+    that is not there (for a viewer who is not an operator, one with no tool of theirs)."""
+
+    code = "not_found"
+    status = 404
+    default_message = "There is no console page here."
+
+
+class UnknownMethod(NavigatorError):
+    """The MCP answer for a method the navigator does not serve: named by nothing the client
+    sent (``mesh.methods``)."""
+
+    code = "not_found"
+    status = 404
+    default_message = (
+        "The navigator serves no such method: tools/list lists its tools, tools/call calls them."
+    )
 
 
 class MethodNotAllowed(NavigatorError):
@@ -208,10 +258,13 @@ class MethodNotAllowed(NavigatorError):
     default_message = "That path does not take this method."
 
 
-class Conflict(NavigatorError):
+class NotPullable(NavigatorError):
+    """The admin API's answer for a refresh of an assignment whose endpoint is a node's: a node
+    lists its tools to no client (ADR 0004), so a pull would read none and remove them all."""
+
     code = "conflict"
     status = 409
-    default_message = "The change conflicts with what the registry holds."
+    default_message = "A node pushes its own tools, and again whenever they change."
 
 
 class TooManyStreams(NavigatorError):
@@ -222,13 +275,47 @@ class TooManyStreams(NavigatorError):
     default_message = "Too many live console streams are open; close one and reload."
 
 
-def from_registry(error: registry.RegistryError) -> NavigatorError:
-    """Translate a registry error at the boundary; its message was written by the registry."""
+class RegistryAnswer(NavigatorError):
+    """A registry error as the wire answers it, made only by ``from_registry``: the registry's
+    kind of error decides the code, and its message (written by the registry) is kept."""
+
+
+class NotInRegistry(RegistryAnswer):
+    """A machine, assignment, seat, principal or grant the registry does not hold
+    (``registry.NotFound``; the admin API's, ADR 0013)."""
+
+    code = "not_found"
+    status = 404
+    default_message = "Not found."
+
+
+class RegistryConflict(RegistryAnswer):
+    """A change that contradicts what the registry holds (``registry.Conflict``: a duplicate
+    name, a retired machine registering itself; ADR 0013)."""
+
+    code = "conflict"
+    status = 409
+    default_message = "The change conflicts with what the registry holds."
+
+
+class RegistryOutage(RegistryAnswer):
+    """The registry could not be read or written (``registry.RegistryUnavailable``, and any
+    other registry error). Its message is always this one: the registry's own may name its
+    database or the migration it needs, which are an operator's, not a client's."""
+
+    code = "registry_unavailable"
+    status = 503
+    default_message = "The registry cannot be read right now."
+
+
+def from_registry(error: registry.RegistryError) -> RegistryAnswer:
+    """Translate a registry error at the boundary; a missing or conflicting thing's message was
+    written by the registry."""
     if isinstance(error, registry.NotFound):
-        return NotFound(str(error))
+        return NotInRegistry(str(error))
     if isinstance(error, registry.Conflict):
-        return Conflict(str(error))
-    return RegistryUnavailable()
+        return RegistryConflict(str(error))
+    return RegistryOutage()
 
 
 def error_chain(error: BaseException) -> list[BaseException]:

@@ -1,152 +1,34 @@
 """The access store: principals (token hashes only) and grants. It never commits.
 
 A grant change and the registry's grant revision move together in the caller's transaction, so a
-reader that sees the new revision sees the new rows too.
+reader that sees the new revision sees the new rows too. Its records are
+``registry.access_records``'s; the reads every request makes, ``registry.grant_reads``'s.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (
-    Boolean,
-    String,
-    and_,
-    bindparam,
-    delete,
-    exists,
-    func,
-    literal_column,
-    or_,
-    select,
-)
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import ColumnElement, Select
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import FunctionElement
 
+from registry.access_records import (
+    UNLIMITED,
+    GrantRecord,
+    GrantSnapshot,
+    PrincipalRecord,
+    Quota,
+    principal_status,
+)
 from registry.audit import record_change
 from registry.catalog import CatalogStore
 from registry.errors import Conflict, NotFound
-from registry.models import Grant, Machine, Principal, Revision, utcnow
+from registry.grant_reads import snapshot_in
+from registry.models import Grant, Machine, Principal, utcnow
 from registry.sessions import ConsoleSessions
 
-if TYPE_CHECKING:
-    from registry.database import Registry
-
-__all__ = [
-    "AccessStore",
-    "GrantRecord",
-    "GrantSnapshot",
-    "PrincipalRecord",
-    "TokenHolder",
-    "read_grant_revision",
-    "read_snapshot",
-    "read_subject_snapshot",
-    "read_token_holder",
-]
-
-
-def principal_status(revoked: bool, expires_at: datetime | None, now: datetime) -> str:
-    """``revoked``, ``expired`` or ``active``: a principal's token is taken only when active."""
-    if revoked:
-        return "revoked"
-    if expires_at is not None and expires_at <= now:
-        return "expired"
-    return "active"
-
-
-@dataclass(frozen=True, slots=True)
-class Quota:
-    """What a principal may call (ADR 0041): calls per minute and calls at once; ``None`` is no
-    limit."""
-
-    rate_per_minute: int | None = None
-    concurrency: int | None = None
-
-    def as_json(self) -> dict[str, int | None]:
-        return {"ratePerMinute": self.rate_per_minute, "concurrency": self.concurrency}
-
-
-#: No limit: a principal made without a quota, and a caller no principal row stands behind.
-UNLIMITED = Quota()
-
-
-@dataclass(frozen=True, slots=True)
-class PrincipalRecord:
-    name: str
-    scopes: tuple[str, ...]
-    machine: str | None
-    expires_at: datetime | None
-    revoked: bool
-    created_at: datetime
-    quota: Quota = UNLIMITED
-
-    def status(self, now: datetime) -> str:
-        """``revoked``, ``expired`` or ``active``: whether its token is taken, and if not why."""
-        return principal_status(self.revoked, self.expires_at, now)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "scopes": list(self.scopes),
-            "machine": self.machine,
-            "expiresAt": self.expires_at.isoformat() if self.expires_at else None,
-            "revoked": self.revoked,
-            "status": self.status(utcnow()),
-            **self.quota.as_json(),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class GrantRecord:
-    id: int
-    principal: str
-    target: str
-    scopes: tuple[str, ...]
-    effect: str
-    revision: int
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "principal": self.principal,
-            "target": self.target,
-            "scopes": list(self.scopes),
-            "effect": self.effect,
-            "revision": self.revision,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class GrantSnapshot:
-    """The rows that may apply to one principal, read together with the grant revision."""
-
-    revision: int
-    rows: tuple[GrantRecord, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TokenHolder:
-    """The principal holding a token and the grant rows that may apply to it, read together.
-
-    ``grants`` is ``None`` when more rows apply than the reader's limit: the caller fails closed.
-    """
-
-    name: str
-    scopes: tuple[str, ...]
-    expires_at: datetime | None
-    revoked: bool
-    grants: GrantSnapshot | None
-    quota: Quota = UNLIMITED
-
-    def is_active(self, now: datetime) -> bool:
-        return principal_status(self.revoked, self.expires_at, now) == "active"
+__all__ = ["AccessStore"]
 
 
 def _principal_record(row: Principal) -> PrincipalRecord:
@@ -172,8 +54,8 @@ def _grant_record(row: Grant) -> GrantRecord:
     )
 
 
-# Reads built once: statement construction costs more than SQLite's answer, and SQLAlchemy caches
-# their compiled form.
+# Built once: statement construction costs more than SQLite's answer, and SQLAlchemy caches
+# its compiled form.
 _BY_TOKEN = select(
     Principal.name,
     Principal.scopes,
@@ -185,195 +67,10 @@ _BY_TOKEN = select(
     Principal.concurrency,
 ).where(Principal.token_hash == bindparam("token_hash"))
 
-# The grant revision and one grant row: what both reads of grants return after their own columns.
-_GRANT_COLUMNS = (
-    Revision.value,
-    Grant.id,
-    Grant.principal,
-    Grant.target,
-    Grant.scopes,
-    Grant.effect,
-    Grant.revision,
-)
-
-
-class _ScopesHeld(FunctionElement[bool]):
-    """Whether every scope in the JSON list ``needed`` is in the JSON list ``held``: a grant row
-    applies to a principal only then (SPEC §4), so rows for scopes it lacks are not read, and do
-    not count toward the rows that may apply to it."""
-
-    type = Boolean()
-    name = "scopes_held"
-    inherit_cache = True
-
-
-@compiles(_ScopesHeld)
-def _scopes_held_sqlite(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) -> str:
-    needed, held = (compiler.process(clause, **kw) for clause in element.clauses)
-    return (
-        f"NOT EXISTS (SELECT 1 FROM json_each({needed}) AS needed"
-        f" WHERE needed.value NOT IN (SELECT held.value FROM json_each({held}) AS held))"
-    )
-
-
-@compiles(_ScopesHeld, "postgresql")
-def _scopes_held_postgresql(element: _ScopesHeld, compiler: SQLCompiler, **kw: Any) -> str:
-    # Each scope compared as the JSON text it is stored as, never cast to JSONB or text: a scope
-    # holding a NUL or a lone surrogate (which the API refuses, but a registry may hold from
-    # before) failed the cast, and so every token's read. Both sides are written by the same
-    # encoder, so equal scopes are equal texts.
-    needed, held = (compiler.process(clause, **kw) for clause in element.clauses)
-    return (
-        f"NOT EXISTS (SELECT 1 FROM json_array_elements(CAST({needed} AS JSON)) AS needed(scope)"
-        " WHERE CAST(needed.scope AS TEXT) NOT IN (SELECT CAST(held.scope AS TEXT)"
-        f" FROM json_array_elements(CAST({held} AS JSON)) AS held(scope)))"
-    )
-
-
-def _rows_applying(
-    *conditions: ColumnElement[bool],
-) -> Select[int, int, str, str, list[str], str, int]:
-    """The grant revision, and the rows naming a principal or ``*`` for scopes it holds (and
-    ``conditions``), in one statement: the revision row is joined to the grants, so the two are
-    read together even when no grant applies."""
-    return (
-        select(*_GRANT_COLUMNS)
-        .select_from(Revision)
-        .outerjoin(
-            Grant,
-            and_(
-                or_(
-                    Grant.principal == bindparam("principal"),
-                    Grant.principal == literal_column("'*'"),
-                ),
-                _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
-                *conditions,
-            ),
-        )
-        .where(Revision.name == "grants")
-        .order_by(Grant.id)
-        .limit(bindparam("limit"))
-    )
-
-
-_SNAPSHOT = _rows_applying()
-#: ``_SNAPSHOT`` for a subject an authorization server signed in: its rows apply only while a
-#: principal of its name is registered and not revoked; else none does, not even a ``*`` row
-#: (default deny, ADR 0037).
-_SUBJECT = _rows_applying(
-    exists().where(Principal.name == bindparam("principal"), Principal.revoked_at.is_(None))
-)
-
-
-#: Every authenticated request's read: the token's principal, the grant revision and the rows naming
-#: that principal or ``*``, in one statement (so one snapshot on every backend, and one round of
-#: statement overhead instead of two). The principal's columns repeat on each grant row.
-_TOKEN_HOLDER = (
-    select(
-        Principal.name,
-        Principal.scopes,
-        Principal.expires_at,
-        Principal.revoked_at,
-        Principal.rate_per_minute,
-        Principal.concurrency,
-        *_GRANT_COLUMNS,
-    )
-    .select_from(Principal)
-    .outerjoin(Revision, Revision.name == "grants")
-    .outerjoin(
-        Grant,
-        and_(
-            or_(Grant.principal == Principal.name, Grant.principal == literal_column("'*'")),
-            _ScopesHeld(Grant.scopes, Principal.scopes),
-        ),
-    )
-    .where(Principal.token_hash == bindparam("token_hash"))
-    .order_by(Grant.id)
-    .limit(bindparam("limit"))
-)
-
-
-#: The grant revision alone: what a page's grants are checked against once it is prepared.
-_GRANT_REVISION = select(Revision.value).where(Revision.name == "grants")
-
-
-def _grant_rows(rows: Sequence[Any], first: int) -> tuple[GrantRecord, ...]:
-    """Grant records from the columns starting at ``first`` of a left join (no grant: ``None``)."""
-    return tuple(
-        GrantRecord(
-            id=row[first],
-            principal=row[first + 1],
-            target=row[first + 2],
-            scopes=tuple(row[first + 3]),
-            effect=row[first + 4],
-            revision=row[first + 5],
-        )
-        for row in rows
-        if row[first] is not None
-    )
-
-
-def read_token_holder(registry: Registry, token_hash: str, *, limit: int) -> TokenHolder | None:
-    """Who holds a token (by its hash) and the grants that may apply to it, in one statement.
-
-    ``None`` when no principal holds the token; the holder's grants are ``None`` (fail closed) when
-    more than ``limit`` rows apply or the grant revision is missing. A read of the registry as it
-    is now (``Registry.rows``): no session, nothing to commit.
-    """
-    rows = registry.rows(_TOKEN_HOLDER, {"token_hash": token_hash, "limit": limit + 1})
-    return _token_holder(rows, limit)
-
-
-def read_snapshot(
-    registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
-) -> GrantSnapshot | None:
-    """``AccessStore.snapshot`` as one statement of the registry as it is now
-    (``Registry.rows``), as ``read_token_holder`` reads: on SQLite the held connection, never a
-    pooled one, which writers waiting for the database's lock may all hold."""
-    return _snapshot(registry.rows(_SNAPSHOT, _snapshot_params(principal, scopes, limit)), limit)
-
-
-def read_subject_snapshot(
-    registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
-) -> GrantSnapshot | None:
-    """``read_snapshot`` for a JWT's subject: no row applies unless a principal of that name is
-    registered and not revoked."""
-    return _snapshot(registry.rows(_SUBJECT, _snapshot_params(principal, scopes, limit)), limit)
-
-
-def read_grant_revision(registry: Registry) -> int:
-    """The registry's grant revision, read as ``read_snapshot`` reads."""
-    return int(registry.rows(_GRANT_REVISION, {})[0][0])
-
-
-def _snapshot_params(principal: str, scopes: Iterable[str], limit: int) -> dict[str, Any]:
-    return {"principal": principal, "scopes": json.dumps(sorted(set(scopes))), "limit": limit + 1}
-
-
-def _snapshot(rows: Sequence[Any], limit: int) -> GrantSnapshot | None:
-    if len(rows) > limit:
-        return None
-    return GrantSnapshot(revision=int(rows[0][0]), rows=_grant_rows(rows, 1))
-
-
-def _token_holder(rows: Sequence[Any], limit: int) -> TokenHolder | None:
-    if not rows:
-        return None
-    first = rows[0]
-    grants = None
-    if len(rows) <= limit and first[6] is not None:
-        grants = GrantSnapshot(revision=int(first[6]), rows=_grant_rows(rows, 7))
-    return TokenHolder(
-        name=first[0],
-        scopes=tuple(first[1]),
-        expires_at=first[2],
-        revoked=first[3] is not None,
-        grants=grants,
-        quota=Quota(first[4], first[5]),
-    )
-
 
 class AccessStore:
+    """Reads and changes principals and grants inside the caller's transaction."""
+
     def __init__(self, session: Session) -> None:
         self.session = session
 
@@ -602,5 +299,4 @@ class AccessStore:
         applies. Returns ``None`` when more than ``limit`` rows apply: the caller fails closed.
         """
         self.session.flush()
-        params = _snapshot_params(principal, scopes, limit)
-        return _snapshot(self.session.connection().execute(_SNAPSHOT, params).all(), limit)
+        return snapshot_in(self.session.connection(), principal, scopes, limit=limit)

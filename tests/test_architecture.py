@@ -208,3 +208,36 @@ def test_the_walker_imports_no_mcp_types() -> None:
         )
     }
     assert found == set()
+
+
+def test_the_navigator_imports_no_statement_of_the_registry() -> None:
+    """The registry's SQL stays the registry's: the navigator calls its functions and stores and
+    gets records back, never a statement to run through ``Registry.rows`` itself."""
+    import importlib
+
+    from sqlalchemy.sql import ClauseElement
+
+    found = []
+    for path in _python_files("navigator"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
+                continue
+            if node.module.split(".")[0] != "registry":
+                continue
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if isinstance(getattr(module, alias.name, None), ClauseElement):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}")
+    assert found == []
+
+
+def test_no_error_is_named_alike_in_two_packages() -> None:
+    """One errors tree: the registry's errors are the registry's, and the navigator's answers for
+    them (``navigator.errors.from_registry``) are named apart, as is every other package's."""
+    defined: dict[str, list[str]] = {}
+    for package in sorted(PROJECT):
+        path = ROOT / package / "errors.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(package)
+    assert {name: where for name, where in defined.items() if len(where) > 1} == {}

@@ -27,15 +27,21 @@ from navigator.access.grants import Caller
 from navigator.access.tokens import TOKEN_PREFIX, hash_token
 from navigator.catalog.registry_reads import short_read
 from navigator.errors import (
+    GrantRowsUnusable,
     NavigatorError,
-    RegistryUnavailable,
     Unauthenticated,
     error_body,
     from_registry,
 )
 from navigator.limits import LIMITS
 from navigator.settings import NavigatorSettings
-from registry import Registry, RegistryError, read_subject_snapshot, read_token_holder
+from registry import (
+    Registry,
+    RegistryError,
+    RegistryUnavailable,
+    read_subject_snapshot,
+    read_token_holder,
+)
 
 __all__ = [
     "AuthenticationMiddleware",
@@ -92,7 +98,7 @@ class Authenticator:
         row's, unless a principal of that name is registered and not revoked (ADR 0037)."""
         grants = read_subject_snapshot(self.registry, principal, scopes, limit=LIMITS.grant_rows)
         if grants is None:  # more rows than a snapshot holds: fail closed, as for stored tokens
-            raise RegistryUnavailable()
+            raise GrantRowsUnusable()
         return Caller(principal, scopes, grants)
 
     async def verify(self, token: str | None, *, route: str = "mcp") -> Caller:
@@ -181,8 +187,8 @@ def session_owner(caller: Caller) -> AuthenticatedUser:
 def caller_from_scope(scope: Scope) -> Caller:
     """The caller the middleware resolved; missing context means deny."""
     caller = scope.get("state", {}).get("meshnav_caller")
-    if caller is REGISTRY_DOWN:
-        raise RegistryUnavailable()
+    if caller is REGISTRY_DOWN:  # the registry failed the middleware: its answer, as there
+        raise from_registry(RegistryUnavailable())
     if not isinstance(caller, Caller):
         raise Unauthenticated()
     return caller

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from navigator.addresses import Pattern, parse_pattern, parse_tool_address
-from navigator.errors import InvalidAddress, RegistryUnavailable
+from navigator.errors import GrantRowsUnusable, InvalidAddress
 from registry import UNLIMITED, GrantRecord, GrantSnapshot, Quota
 
 __all__ = ["Caller", "Decision", "Permissions", "compile_permissions", "explain"]
@@ -249,15 +249,15 @@ def _pattern(target: str) -> Pattern:
 def compile_permissions(caller: Caller, snapshot: GrantSnapshot | None) -> Permissions:
     """Compile a snapshot for ``caller``; a missing (too large) or malformed one fails closed."""
     if snapshot is None:
-        raise RegistryUnavailable("Too many grant rows apply to this principal.")
+        raise GrantRowsUnusable("Too many grant rows apply to this principal.")
     rules: list[_Rule] = []
     for row in snapshot.rows:
         if row.effect not in EFFECTS or row.principal not in (caller.principal, WILDCARD_PRINCIPAL):
-            raise RegistryUnavailable("A grant row is malformed.")
+            raise GrantRowsUnusable("A grant row is malformed.")
         try:
             pattern = _pattern(row.target)
         except InvalidAddress:
-            raise RegistryUnavailable("A grant row is malformed.") from None
+            raise GrantRowsUnusable("A grant row is malformed.") from None
         if not set(row.scopes) <= caller.scopes:
             continue
         rules.append(_Rule(pattern=pattern, allow=row.effect == "allow", row=row))

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 import registry
 from navigator.access.grants import Caller, explain
 from navigator.addresses import is_machine_name, refused_name
-from navigator.errors import InvalidArguments, NotFound
+from navigator.errors import InvalidArguments, UnknownPrincipal
 from navigator.http.bodies import Body, is_printable
 from navigator.limits import LIMITS
 from registry import AccessStore, GrantRecord, Quota
@@ -147,7 +147,7 @@ def write_grant(store: AccessStore, body: GrantBody) -> GrantRecord:
         try:
             store.principal(body.principal)
         except registry.NotFound:
-            raise NotFound(UNKNOWN_PRINCIPAL, extra={"pointer": "/principal"}) from None
+            raise UnknownPrincipal(UNKNOWN_PRINCIPAL, extra={"pointer": "/principal"}) from None
     return store.grant(body.principal, body.target, effect=body.effect, scopes=body.scopes)
 
 

@@ -40,11 +40,11 @@ from navigator.api.base import read_body, require_scope
 from navigator.catalog.overview import mesh_view
 from navigator.catalog.registrar import AssignmentSpec, is_node_endpoint
 from navigator.catalog.upstream import pull_tools
-from navigator.errors import Conflict, InvalidAddress, InvalidArguments, NotFound
+from navigator.errors import InvalidAddress, InvalidArguments, NotPullable
 from navigator.http.bodies import Body
 from navigator.http.numbers import whole_number
 from navigator.services import services
-from registry import AccessStore, CatalogStore
+from registry import AccessStore, CatalogStore, NotFound
 
 __all__ = [
     "AssignmentRegistration",
@@ -176,7 +176,7 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
         raise InvalidArguments("This assignment has no endpoint to pull from.")
     if is_node_endpoint(record.endpoint, advertised):
         # a node lists its tools to no client (ADR 0004): a pull would read none, and remove all
-        raise Conflict("A node pushes its own tools, and again whenever they change.")
+        raise NotPullable()
     spec = AssignmentSpec(
         role=role,
         module=record.module,

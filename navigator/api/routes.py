@@ -11,7 +11,7 @@ from navigator.api import API_PREFIX, access, admin, enrolment
 from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
-from navigator.errors import MethodNotAllowed, NotFound
+from navigator.errors import MethodNotAllowed, UnknownPath
 
 __all__ = ["QUERY_PARAMETERS", "ROUTES", "api_routes", "no_route"]
 
@@ -74,7 +74,7 @@ async def no_route(request: Request, exc: Exception) -> Response:
         if exc.status_code in (204, 304):
             return Response(status_code=exc.status_code, headers=exc.headers)
         return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
-    error = MethodNotAllowed() if exc.status_code == 405 else NotFound("No such API path.")
+    error = MethodNotAllowed() if exc.status_code == 405 else UnknownPath()
     response = error_response(error)
     response.headers.update(exc.headers or {})  # a 405's Allow
     return response

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from registry import CatalogStore, RegistryError
-from registry.catalog import NOTIFY_CHANNEL
+from registry.changelog import NOTIFY_CHANNEL
 from registry.database import KEEPALIVES
 
 if TYPE_CHECKING:

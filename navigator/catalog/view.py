@@ -27,8 +27,13 @@ from navigator.catalog.registry_writes import RegistryWrites
 from navigator.catalog.state import NO_TOOLS, CatalogState
 from navigator.errors import UnknownTool
 from navigator.search import SearchIndex
-from registry import MachineRecord, Registry, RegistryError
-from registry.catalog import CHANGES_SINCE, MACHINE_RECORDS
+from registry import (
+    MachineRecord,
+    Registry,
+    RegistryError,
+    read_changes_since,
+    read_machine_records,
+)
 
 __all__ = ["Catalog"]
 
@@ -249,21 +254,19 @@ class Catalog:
 
     async def _catch_up(self) -> int:
         changes = await short_read(
-            self.registry,
-            self.registry.rows,
-            CHANGES_SINCE,
-            {"after": self.revision, "limit": CATCH_UP_PAGE},
+            self.registry, read_changes_since, self.registry, self.revision, CATCH_UP_PAGE
         )
-        if not changes:
+        entries = changes.entries
+        if not entries:
             return 0
-        pruned_through = changes[0][2]  # entries this view needed may be gone: reload
-        if len(changes) >= CATCH_UP_PAGE or (pruned_through or 0) > self.revision:
+        # past a page, or behind the pruning mark (entries this view needed may be gone): reload
+        if len(entries) >= CATCH_UP_PAGE or changes.pruned_through > self.revision:
             await self._load()
-            return len(changes)
-        for machine in dict.fromkeys(name for _, name, _ in changes):
+            return len(entries)
+        for machine in dict.fromkeys(entry.machine for entry in entries):
             await self._reload_machine(machine)
-        self.revision = max(self.revision, changes[-1][0])
-        return len(changes)
+        self.revision = max(self.revision, entries[-1].id)
+        return len(entries)
 
     async def _reload_machine(self, name: str) -> None:
         """Re-read one machine and its assignments."""
@@ -281,11 +284,10 @@ class Catalog:
         A machine retired (or back) since this view read it is reloaded whole, its tools with it,
         never its record alone: the record would say retired while its tools stayed indexed,
         until the change log's entry was applied (ADR 0008)."""
-        rows = await short_read(self.registry, self.registry.rows, MACHINE_RECORDS, {})
+        records = await short_read(self.registry, read_machine_records, self.registry)
         machines = self._state.machines
         retirements = []
-        for row in rows:
-            record = MachineRecord(*row)
+        for record in records:
             state = machines.get(record.name)
             if state is None:
                 self._state.put_machine(record)

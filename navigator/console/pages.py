@@ -24,8 +24,8 @@ from navigator.console.viewpoint import Viewpoint
 from navigator.errors import (
     InvalidArguments,
     NavigatorError,
-    NotFound,
     Unauthenticated,
+    UnknownPage,
     from_registry,
 )
 from navigator.http.bodies import is_printable
@@ -150,7 +150,7 @@ async def _grants(request: Request, viewpoint: Viewpoint) -> Page:
 
 
 async def _missing(request: Request, viewpoint: Viewpoint) -> Page:
-    raise NotFound("There is no console page here.")
+    raise UnknownPage()
 
 
 async def mesh(request: Request) -> Response:

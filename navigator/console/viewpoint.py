@@ -21,9 +21,9 @@ from navigator.catalog.view import Catalog
 from navigator.errors import (
     InvalidCursor,
     NavigatorError,
-    NotFound,
     ToolGrantsChanged,
     ToolNotGranted,
+    UnknownPage,
     UnknownTool,
 )
 from navigator.limits import LIMITS
@@ -225,11 +225,11 @@ class Viewpoint:
 
     async def machine(self, name: str) -> MachineView:
         if not is_machine_name(name):
-            raise NotFound(NO_MACHINE)
+            raise UnknownPage(NO_MACHINE)
         listing = await self._listing(name)
         if not self.operator:
             if listing is None:  # one with no tool of the viewer's is no machine of theirs
-                raise NotFound(NO_MACHINE)
+                raise UnknownPage(NO_MACHINE)
             entries = listing["entries"]
             return MachineView(
                 name=name,
@@ -241,7 +241,7 @@ class Viewpoint:
             )
         found = machine_view(self.catalog, name)
         if found is None:
-            raise NotFound(NO_MACHINE)
+            raise UnknownPage(NO_MACHINE)
         counts = {} if listing is None else {e["address"]: e for e in listing["entries"]}
         truncated = listing is not None and listing["truncated"]
         if any(a["kind"] == "seat" for a in found["assignments"]):
@@ -263,11 +263,11 @@ class Viewpoint:
         if self.operator:
             known = assignment_views(self.catalog, parsed)
             if not known:
-                raise NotFound(NO_ASSIGNMENT)
+                raise UnknownPage(NO_ASSIGNMENT)
             known.sort(key=lambda a: a["status"] == RETIRED)
             holding = _operator_holding(known[0], {address: {"tools": len(entries)}})
         elif listing is None:
-            raise NotFound(NO_ASSIGNMENT)
+            raise UnknownPage(NO_ASSIGNMENT)
         else:
             holding = Holding(
                 address=address,

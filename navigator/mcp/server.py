@@ -19,7 +19,7 @@ from mesh import tracing
 from mesh.methods import UnknownMethods
 from navigator.access.grants import Caller
 from navigator.catalog.following import follow_registry
-from navigator.errors import NotFound, error_body
+from navigator.errors import UnknownMethod, error_body
 from navigator.mcp.discover import DiscoverExtension
 from navigator.mcp.middleware import CallerMiddleware, CallerSource
 from navigator.mcp.tools import WALKER_TOOLS, walker_tools
@@ -38,9 +38,7 @@ INSTRUCTIONS = (
     "search for what you need (or walk with seats), describe the tool, then call it."
 )
 #: A method the navigator does not serve: named by nothing the client sent (``mesh.methods``).
-NO_SUCH_METHOD = NotFound(
-    "The navigator serves no such method: tools/list lists its tools, tools/call calls them."
-)
+NO_SUCH_METHOD = UnknownMethod()
 
 
 def build_mcp(

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from registry import CatalogStore, Conflict, NewTool, Registry, RegistryUnavailable, SeatNotPlaced
-from registry.catalog import PRUNED_THROUGH
+from registry.changelog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -341,7 +341,7 @@ def test_the_streamed_catalogue_is_the_listed_one_in_small_batches(registry: Reg
 def test_rows_read_ahead_keep_their_order_and_raise_in_the_reader() -> None:
     import threading
 
-    from registry.catalog import _read_ahead
+    from registry.catalog_rows import _read_ahead
 
     chunks = [[(n, m) for m in range(3)] for n in range(50)]
     assert list(_read_ahead(iter(chunks))) == [row for chunk in chunks for row in chunk]

@@ -10,7 +10,7 @@ import pytest
 
 from navigator.catalog.view import Catalog
 from registry import CatalogStore, Conflict, NewTool, Registry
-from registry.catalog import PRUNED_THROUGH
+from registry.changelog import PRUNED_THROUGH
 from registry.models import utcnow
 
 

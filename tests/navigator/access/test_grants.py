@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from navigator.access.grants import Caller, Permissions, compile_permissions
-from navigator.errors import RegistryUnavailable
+from navigator.errors import GrantRowsUnusable
 from registry import GrantRecord, GrantSnapshot
 
 ALICE = Caller("alice", frozenset({"ops"}))
@@ -162,8 +162,9 @@ def test_the_deciding_row_is_named() -> None:
 
 
 def test_a_snapshot_that_is_too_large_fails_closed() -> None:
-    with pytest.raises(RegistryUnavailable):
+    with pytest.raises(GrantRowsUnusable) as refused:
         compile_permissions(ALICE, None)
+    assert refused.value.code == "registry_unavailable"
 
 
 @pytest.mark.parametrize(
@@ -171,8 +172,9 @@ def test_a_snapshot_that_is_too_large_fails_closed() -> None:
     [("alice", "maybe", "*/*/*"), ("alice", "allow", "DB1/*/*"), ("mallory", "allow", "*/*/*")],
 )
 def test_a_malformed_snapshot_fails_closed(bad: tuple[str, str, str]) -> None:
-    with pytest.raises(RegistryUnavailable):
+    with pytest.raises(GrantRowsUnusable) as refused:
         compile_permissions(ALICE, rows(bad))
+    assert refused.value.code == "registry_unavailable"
 
 
 def test_fingerprint_moves_with_any_applicable_row() -> None:
