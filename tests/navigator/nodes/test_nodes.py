@@ -472,7 +472,7 @@ async def test_progress_json_cannot_carry_is_not_passed_on() -> None:
     """A node's progress of a 400-digit integer raised OverflowError, taken for a failed
     connection: node_unavailable, and the node's client closed under every call in flight to it.
     NaN or an infinity went on to the agent, whose notification JSON cannot write (a review)."""
-    from navigator.nodes.connections import _answer_in
+    from navigator.nodes.relay import _answer_in
 
     def progress(figure: str, total: str = "null") -> str:
         params = f'{{"progressToken":7,"progress":{figure},"total":{total}}}'
