@@ -18,24 +18,21 @@ its answer is read is ``navigator.nodes.relay``'s.
 
 from __future__ import annotations
 
-import functools
 import logging
 import ssl
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpcore2
 import httpx2
-from mcp import ClientSession
-from mcp.shared._httpx_utils import McpHttpClientFactory
 from mcp_types import CallToolResult
 
 from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
+from navigator.nodes import sdk
 from navigator.nodes.bounded import AnswerTooLarge, bounded_client
 from navigator.nodes.destinations import Destinations
 from navigator.nodes.probes import Probes
@@ -167,41 +164,12 @@ def _is_connect_failure(error: BaseException) -> bool:
     return False
 
 
-@functools.cache
-def _relay_transport() -> type[StreamableHttpTransport]:
-    """Streamable HTTP whose sessions relay ``tools/call`` results without enforcing the node's
-    output schema. Made on the first node call: FastMCP's client takes ~0.4 s to import, which a
-    navigator's start need not wait for."""
-    from fastmcp.client.transports import StreamableHttpTransport
-    from fastmcp.client.transports.base import TransportOptions, VersionAwareClientSession
-
-    class _RelaySession(VersionAwareClientSession):
-        """Relays ``tools/call`` results without enforcing the node's output schema."""
-
-        async def validate_tool_result(self, name: str, result: CallToolResult) -> None:
-            return None
-
-    class _RelayTransport(StreamableHttpTransport):
-        """Streamable HTTP whose sessions are ``_RelaySession``."""
-
-        def connect_session(  # type: ignore[override]  # the same keywords, passed on as they are
-            self, *, transport_options: TransportOptions | None = None, **kwargs: Any
-        ) -> AbstractAsyncContextManager[ClientSession]:
-            options = replace(transport_options or TransportOptions(), session_class=_RelaySession)
-            connect: Callable[..., AbstractAsyncContextManager[ClientSession]] = (
-                super().connect_session
-            )
-            return connect(transport_options=options, **kwargs)
-
-    return _RelayTransport
-
-
 def import_client() -> None:
     """Import FastMCP's client now (blocking). A navigator runs this once its catalogue is loaded,
     before it serves, so that its first node call does not wait for the import."""
     from fastmcp import Client  # noqa: F401
 
-    _relay_transport()
+    sdk.relay_transport_class()
 
 
 class NodeConnections:
@@ -265,11 +233,7 @@ class NodeConnections:
                     self._pools[endpoint] = made = self._factory(**kwargs)
                     return made
 
-                transport = _relay_transport()(
-                    endpoint,
-                    httpx_client_factory=cast(McpHttpClientFactory, pool),
-                    max_sse_event_size=READ_LIMIT,
-                )
+                transport = sdk.relay_transport(endpoint, pool, max_sse_event_size=READ_LIMIT)
                 client = Client(transport, auto_initialize=True)
                 await client.__aenter__()  # type: ignore[no-untyped-call]  # held open
                 self._clients[endpoint] = client

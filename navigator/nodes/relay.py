@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
-from mcp.shared._httpx_utils import stream_within_origin
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
@@ -38,6 +37,7 @@ from mesh.calltokens import META_KEY
 from navigator.errors import NavigatorError, NodeUnavailable, ToolNotGranted
 from navigator.limits import LIMITS
 from navigator.mcp.answers import ERROR_META_KEY
+from navigator.nodes import sdk
 from navigator.nodes.bounded import AnswerTooLarge, passed_limit
 
 if TYPE_CHECKING:
@@ -167,11 +167,10 @@ async def _post_call(
         "method": "tools/call",
         "params": {"_meta": request_meta, "name": tool, "arguments": arguments},
     }
-    options: dict[str, Any] = {}
-    session._stamp(request, options)  # type: ignore[arg-type]  # protocol _meta, routing headers
-    headers = {"accept": _ACCEPT, "content-type": "application/json", **options["headers"]}
+    stamped = sdk.stamp(session, request)  # protocol _meta, routing headers
+    headers = {"accept": _ACCEPT, "content-type": "application/json", **stamped}
     body = json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode()
-    async with stream_within_origin(
+    async with sdk.stream_within_origin(
         http, "POST", endpoint, content=body, headers=headers
     ) as response:
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -189,7 +188,7 @@ async def _post_call(
     if not isinstance(message, dict) or message.get("id") != request_id:
         raise NoAnswer()
     try:
-        result = session._call_tool_adapter.validate_python(message.get("result"))
+        result = sdk.read_call_result(session, message.get("result"))
     except ValueError:  # pydantic's ValidationError: not a result
         raise NoAnswer() from None
     if not isinstance(result, CallToolResult | InputRequiredResult):
@@ -240,10 +239,10 @@ async def call_tool(
             client, http, endpoint, tool, arguments, meta=meta, progress=progress
         )
     else:
-        first = await client._await_with_session_monitoring(send(None, None))
+        first = await sdk.monitored(client, send(None, None))
     if isinstance(first, CallToolResult):
         return first
-    driven = await client._await_with_session_monitoring(client._drive_input_required(first, send))
+    driven = await sdk.monitored(client, sdk.drive_input_required(client, first, send))
     if not isinstance(driven, CallToolResult):
         raise TypeError("the node answered tools/call with something else")
     return driven
