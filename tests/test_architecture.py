@@ -1,13 +1,18 @@
 """The house's rules that a reader of one file cannot see (issue 32), read from the source with
 ``ast``: tests reach the project's behaviour through its settings and collaborators, never by
-replacing its names in place, and the node agent (``mesh/``) stands on its own.
+replacing its names in place; the node agent (``mesh/``) stands on its own; and the private names
+of the pinned MCP libraries are used in one module per side (``navigator/nodes/sdk.py``,
+``mesh/sdk.py``), beside their warning.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = frozenset({"navigator", "registry", "mesh", "meshnav"})
@@ -241,3 +246,179 @@ def test_no_error_is_named_alike_in_two_packages() -> None:
             if isinstance(node, ast.ClassDef):
                 defined.setdefault(node.name, []).append(package)
     assert {name: where for name, where in defined.items() if len(where) > 1} == {}
+
+
+# ---- private names of the pinned MCP libraries are used in two modules only ----
+
+#: The libraries whose private names only the SDK modules may use: FastMCP, the MCP SDK and its
+#: types, and the HTTP pair FastMCP's client brings.
+SDK_LIBRARIES = frozenset({"fastmcp", "mcp", "mcp_types", "httpx2", "httpcore2"})
+#: The one module of each side that may use them, and the distributions whose pinned versions
+#: its warning names.
+SDK_MODULES = {
+    "navigator/nodes/sdk.py": ("fastmcp", "mcp", "mcp-types", "httpx2", "httpcore2"),
+    "mesh/sdk.py": ("fastmcp", "mcp", "mcp-types"),
+}
+#: Underscored names that are no MCP library's private one: ``os._exit`` is the standard
+#: library's own way out of a forked child, and the uvicorn protocol method ``mesh.lifecycle``
+#: calls is outside these libraries.
+NOT_SDK_PRIVATE = frozenset({"_exit", "_unset_keepalive_if_required"})
+#: FastMCP's settings object, its documented configuration: set in place, not replaced.
+SDK_SETTINGS = "fastmcp.settings."
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_attributes(source: str) -> Iterator[tuple[int, str]]:
+    """The line and name of each ``_``-prefixed attribute ``source`` reads or writes, on any
+    object, ``self`` included."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            yield node.lineno, node.attr
+
+
+def own_private_names(source: str) -> set[str]:
+    """The ``_``-prefixed names ``source`` defines itself: functions, classes, variables, and
+    attributes it stores on ``self`` or ``cls``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            names.add(node.attr)
+    return {name for name in names if _is_private(name)}
+
+
+def sdk_private_uses(source: str, *, wrapped: frozenset[str], own: set[str]) -> list[str]:
+    """Where ``source`` uses a private name of an MCP library, by line: an import of a private
+    module or name of one, an assignment into one's modules, an attribute that an SDK module
+    wraps (on any object: a subclass's ``self`` too), or one the project does not define.
+    FastMCP's settings are set in place (``SDK_SETTINGS``), as its documentation says."""
+    tree = ast.parse(source)
+    names = _imported_names(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(
+                (node.lineno, f"import {alias.name}")
+                for alias in node.names
+                if alias.name.split(".")[0] in SDK_LIBRARIES
+                and any(_is_private(part) for part in alias.name.split("."))
+            )
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            parts = node.module.split(".")
+            if parts[0] in SDK_LIBRARIES:
+                found.extend(
+                    (node.lineno, f"import {node.module}.{alias.name}")
+                    for alias in node.names
+                    if any(_is_private(part) for part in parts) or _is_private(alias.name)
+                )
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                dotted = _dotted(target, names) if isinstance(target, ast.Attribute) else None
+                if (
+                    dotted
+                    and dotted.split(".")[0] in SDK_LIBRARIES
+                    and not dotted.startswith(SDK_SETTINGS)
+                ):
+                    found.append((node.lineno, f"{dotted} ="))
+    found.extend(
+        (line, f".{name}")
+        for line, name in private_attributes(source)
+        if name in wrapped or (name not in own and name not in NOT_SDK_PRIVATE)
+    )
+    return [f"{line}: {use}" for line, use in sorted(found)]
+
+
+def wrapped_names() -> frozenset[str]:
+    """The private attribute names the SDK modules reach for, read from them."""
+    return frozenset(
+        name
+        for module in SDK_MODULES
+        for _, name in private_attributes((ROOT / module).read_text())
+    )
+
+
+def test_the_private_name_finder_sees_each_form() -> None:
+    """``session._stamp(...)`` anywhere but an SDK module is found, as are a private module's
+    import and a library's global replaced; the project's own private names, and FastMCP's
+    documented settings, are not."""
+    sample = """
+import os
+import mcp.client.stdio
+import httpx2._transports.default
+from fastmcp import settings
+from httpcore2 import _backends
+from mcp.shared._httpx_utils import stream_within_origin
+from navigator.search.text import _ascii_runs
+
+class Mine:
+    def __init__(self):
+        self._held = {}
+
+    def use(self, session, other):
+        session._stamp({}, {})
+        self._tools_cache = None
+        other._held.clear()
+        session._brand_new_private()
+        os._exit(0)
+
+mcp.client.stdio.TextReceiveStream = object
+settings.json_response = True
+"""
+    assert {"_stamp", "_tools_cache"} <= wrapped_names()
+    found = sdk_private_uses(sample, wrapped=wrapped_names(), own=own_private_names(sample))
+    assert found == [
+        "4: import httpx2._transports.default",
+        "6: import httpcore2._backends",
+        "7: import mcp.shared._httpx_utils.stream_within_origin",
+        "15: ._stamp",
+        "16: ._tools_cache",
+        "18: ._brand_new_private",
+        "21: mcp.client.stdio.TextReceiveStream =",
+    ]
+
+
+def test_only_the_sdk_modules_use_private_names_of_the_mcp_libraries() -> None:
+    """The call path leans on a few private names of FastMCP, the MCP SDK and httpx2, pinned:
+    each is used in one module per side, beside its warning, so that an upgrade reads two
+    modules rather than the whole tree. Everywhere else calls the small functions they wrap."""
+    wrapped = wrapped_names()
+    own = set().union(
+        *(
+            own_private_names(path.read_text())
+            for folder in PROJECT
+            for path in _python_files(folder)
+        )
+    )
+    found = [
+        f"{path.relative_to(ROOT)}:{use}"
+        for folder in ("navigator", "mesh")
+        for path in _python_files(folder)
+        if path.relative_to(ROOT).as_posix() not in SDK_MODULES
+        for use in sdk_private_uses(path.read_text(), wrapped=wrapped, own=own)
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("module", sorted(SDK_MODULES))
+def test_each_sdk_module_warns_of_the_versions_and_names_it_relies_on(module: str) -> None:
+    """An upgrade of a pinned library fails here until the warning is read again: the docstring
+    names the installed version of each library, and every private name the module uses."""
+    source = (ROOT / module).read_text()
+    warning = ast.get_docstring(ast.parse(source)) or ""
+    assert "private" in warning
+    for distribution in SDK_MODULES[module]:
+        assert version(distribution) in warning, distribution
+    for _, name in private_attributes(source):
+        assert name in warning, name

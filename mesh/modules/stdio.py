@@ -33,10 +33,10 @@ client tells the subprocess it is cancelled: the navigator gives up its own requ
 deadline (30 s by default) without the node seeing it go, so an answer that never comes would
 otherwise hold a call, and a thread of a synchronous server, for good.
 
-This leans on FastMCP internals (a client's ``_session_state``, the stdio transport's
-``_is_session_dead``, the provider's ``_tools_cache``) and on the MCP SDK's stdio client reading
-the subprocess through the ``TextReceiveStream`` of its module; both are pinned, and a test
-covers each.
+This leans on FastMCP internals (a client's session state, the stdio transport's own check for a
+dead session, the provider's cached tool list) and on the MCP SDK's stdio client reading the
+subprocess through the ``TextReceiveStream`` of its module: ``mesh.sdk`` holds each of those
+uses, with the versions pinned and the test that covers it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import mcp.client.stdio
 import mcp_types
 from anyio.streams.text import TextReceiveStream
 from fastmcp import Client, FastMCP
@@ -58,6 +57,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 from fastmcp.tools import ToolResult
 
+from mesh import sdk
 from mesh.errors import ModuleSpecError
 
 __all__ = ["StdioSession", "build_stdio_module"]
@@ -100,14 +100,14 @@ class StdioSession:
                 await self._client.__aenter__()  # type: ignore[no-untyped-call]  # held open
                 self._held = True
         view = self._client.new()  # its own request-context slot, for progress to find its caller
-        view._session_state = self._client._session_state  # the live session, and its holds
+        sdk.share_session(view, self._client)  # the live session, and its holds
 
         return view
 
     def _alive(self) -> bool:
         # A subprocess that exited leaves the client "connected" to a closed dispatcher; the
         # transport's own check (the one its keep-alive reconnect uses) tells the two apart.
-        return self._client.is_connected() and not self._client.transport._is_session_dead()
+        return self._client.is_connected() and not sdk.session_dead(self._client.transport)
 
     async def close(self) -> None:
         """End the session, which ends the subprocess."""
@@ -131,7 +131,7 @@ class StdioProvider(ProxyProvider):
 
     def forget_tools(self) -> None:
         """Drop the cached tool list, so that the next lookup asks the subprocess again."""
-        self._tools_cache = None
+        sdk.forget_cached_tools(self)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -213,7 +213,7 @@ class BoundedLines(TextReceiveStream):
 
 
 # Every stdio client of a node is this module's: the SDK's reader takes its stream from here.
-mcp.client.stdio.TextReceiveStream = BoundedLines  # type: ignore[attr-defined,misc]
+sdk.read_stdio_with(BoundedLines)
 
 
 async def _drop_log(message: LogMessage) -> None:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, create_model
 from mesh import signing
 from mesh.signing import SeenNonces
 from navigator.limits import LIMITS
+from navigator.nodes import sdk
 from navigator.walker.confirmation import Elicitor, Question
 
 __all__ = ["InputNeeded", "elicitor_for"]
@@ -148,6 +149,6 @@ def elicitor_for(context: Context) -> Elicitor | None:
         return None
     if capabilities is None or not _asks_forms(capabilities.elicitation):
         return None
-    if context._is_modern_protocol():
+    if sdk.is_modern_protocol(context):
         return _SessionlessElicitor(context)
     return _LegacyElicitor(context)

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from navigator.access.authentication import caller_from_scope, send_error
 from navigator.errors import NavigatorError, RateLimited
+from navigator.nodes import sdk
 
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -131,7 +132,7 @@ class SessionBook:
         return self._held.get(principal, {})
 
     def _transports(self) -> dict[str, Any]:
-        return self.manager._server_instances if self.manager is not None else {}
+        return sdk.server_instances(self.manager) if self.manager is not None else {}
 
     def _forget(self, session: str) -> None:
         principal = self._owner.pop(session, None)

@@ -11,62 +11,40 @@ call the node may have seen is never sent twice. Nodes receive the
 navigator's call token in the request's ``_meta``; the caller's own headers never reach them, nor
 does anything else of the caller's request ``_meta``.
 
-The navigator relays a node's answer; it does not consume it. Like FastMCP's own proxy, it does not
-hold the answer to the node's declared output schema (the agent's client checks what it receives;
-a node's schema bug must not turn into a navigator error that hides the real answer).
-
 The client negotiates the protocol with the node (``server/discover``, or ``initialize`` for a
-server of the legacy era) and keeps the HTTP connection pool. On the sessionless era
-(2026-07-28), where a ``tools/call`` is one self-contained POST, the navigator writes that POST
-itself on the client's own pool — the body and headers the client's session would write, stamped
-by the session's own code — and reads the one answer it gets back, JSON or an event stream
-(progress passed on), never more than the answer limit (ADR 0018). This skips the session's
-message streams and tasks, ~15% of a relayed call's CPU. A node's request for input
-(``InputRequiredResult``) is driven by the client itself, as are all calls on the legacy era;
-the answers the session reads are bounded as they arrive by the client's pool
-(``navigator.nodes.bounded``: no body but an event stream is read past the answer limit, and an
-event stream's events are bounded one by one) and measured once read (``_check_size``).
+server of the legacy era) and keeps the HTTP connection pool; what one call sends on it and how
+its answer is read is ``navigator.nodes.relay``'s.
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
-import json
 import logging
-import math
 import ssl
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpcore2
 import httpx2
-from mcp import ClientSession
-from mcp.shared._httpx_utils import McpHttpClientFactory, stream_within_origin
-from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, InputRequiredResult, InputResponses, RequestParamsMeta
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic_core import from_json
+from mcp_types import CallToolResult
 
-from mesh import tracing
-from mesh.calltokens import META_KEY
-from navigator.errors import (
-    NavigatorError,
-    NodeAnswerTooLarge,
-    NodeTimeout,
-    NodeUnavailable,
-    ToolNotGranted,
-)
+from navigator.errors import NodeAnswerTooLarge, NodeTimeout, NodeUnavailable
 from navigator.limits import LIMITS
-from navigator.mcp.answers import ERROR_META_KEY
-from navigator.nodes.bounded import AnswerTooLarge, bounded_client, passed_limit
+from navigator.nodes import sdk
+from navigator.nodes.bounded import AnswerTooLarge, bounded_client
 from navigator.nodes.destinations import Destinations
 from navigator.nodes.probes import Probes
+from navigator.nodes.relay import (
+    READ_LIMIT,
+    NoAnswer,
+    NodeAnswer,
+    ProgressSink,
+    as_ours,
+    call_meta,
+    call_tool,
+)
 
 if TYPE_CHECKING:
     from fastmcp import Client
@@ -75,13 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["NodeAnswer", "NodeConnections", "ProgressSink", "import_client"]
 
 logger = logging.getLogger("meshnav.navigator.nodes")
-
-ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
-
-#: What the node answered, relayed as it is: the name the walker gives it, without MCP's types.
-NodeAnswer = CallToolResult
-
-RESERVED_META_PREFIX = "io.modelcontextprotocol/"
 
 _CONNECT_FAILURES: tuple[type[BaseException], ...] = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
@@ -193,227 +164,12 @@ def _is_connect_failure(error: BaseException) -> bool:
     return False
 
 
-@functools.cache
-def _relay_transport() -> type[StreamableHttpTransport]:
-    """Streamable HTTP whose sessions relay ``tools/call`` results without enforcing the node's
-    output schema. Made on the first node call: FastMCP's client takes ~0.4 s to import, which a
-    navigator's start need not wait for."""
-    from fastmcp.client.transports import StreamableHttpTransport
-    from fastmcp.client.transports.base import TransportOptions, VersionAwareClientSession
-
-    class _RelaySession(VersionAwareClientSession):
-        """Relays ``tools/call`` results without enforcing the node's output schema."""
-
-        async def validate_tool_result(self, name: str, result: CallToolResult) -> None:
-            return None
-
-    class _RelayTransport(StreamableHttpTransport):
-        """Streamable HTTP whose sessions are ``_RelaySession``."""
-
-        def connect_session(  # type: ignore[override]  # the same keywords, passed on as they are
-            self, *, transport_options: TransportOptions | None = None, **kwargs: Any
-        ) -> AbstractAsyncContextManager[ClientSession]:
-            options = replace(transport_options or TransportOptions(), session_class=_RelaySession)
-            connect: Callable[..., AbstractAsyncContextManager[ClientSession]] = (
-                super().connect_session
-            )
-            return connect(transport_options=options, **kwargs)
-
-    return _RelayTransport
-
-
 def import_client() -> None:
     """Import FastMCP's client now (blocking). A navigator runs this once its catalogue is loaded,
     before it serves, so that its first node call does not wait for the import."""
     from fastmcp import Client  # noqa: F401
 
-    _relay_transport()
-
-
-class _NoAnswer(Exception):
-    """The node answered the POST with something other than a result for it."""
-
-
-_REQUEST_IDS = itertools.count(1)
-_ACCEPT = "application/json, text/event-stream"
-#: The most of one answer read from a node: the answer limit and room for the JSON-RPC envelope.
-_READ_LIMIT = LIMITS.node_answer_bytes + LIMITS.envelope_bytes
-#: How the client's event reader, given ``_READ_LIMIT``, says an answer passed it (httpx2's
-#: ``SSEError`` text, carried in the error the session raises; tests/navigator/nodes/test_nodes.py).
-_PASSED_READ_LIMIT = f"exceeded the {_READ_LIMIT} byte limit"
-
-
-def _too_large() -> AnswerTooLarge:
-    return AnswerTooLarge(_READ_LIMIT)
-
-
-async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large()
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _answer_from_events(
-    response: httpx2.Response, request_id: int, progress: ProgressSink | None, limit: int
-) -> dict[str, Any]:
-    """The response to ``request_id`` from an event stream, progress notifications passed on;
-    anything else the node streams (its log messages) is not the agent's and is dropped."""
-    try:
-        return await _answer_in(
-            httpx2.EventSource(response, max_event_size=limit), request_id, progress
-        )
-    except httpx2.SSEError:  # the content type was checked: one event passed the limit
-        raise _too_large() from None
-
-
-async def _answer_in(
-    events: httpx2.EventSource, request_id: int, progress: ProgressSink | None
-) -> dict[str, Any]:
-    """Each event is read whole only up to the limit (the event source's own bound) and none is
-    kept but the answer: a long job may report progress for as long as its deadline allows."""
-    async for event in events:
-        if not event.data:
-            continue
-        message = from_json(event.data)
-        if not isinstance(message, dict):
-            continue
-        if message.get("id") == request_id and ("result" in message or "error" in message):
-            return message
-        params = message.get("params")
-        if (
-            progress is not None
-            and message.get("method") == "notifications/progress"
-            and isinstance(params, dict)
-            and params.get("progressToken") == request_id
-            and (done := _figure(params.get("progress"))) is not None
-        ):
-            note = params.get("message")
-            await progress(
-                done, _figure(params.get("total")), note if isinstance(note, str) else None
-            )
-    raise _NoAnswer()
-
-
-def _figure(value: object) -> float | None:
-    """A progress figure the agent's notification can carry; ``None`` for anything else: an
-    integer past a float's range raised OverflowError, taken for a failed connection (which
-    closed the node's client under every call in flight), and NaN or an infinity is no JSON."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        figure = float(value)
-    except OverflowError:
-        return None
-    return figure if math.isfinite(figure) else None
-
-
-async def _post_call(
-    client: Client[StreamableHttpTransport],
-    http: httpx2.AsyncClient,
-    endpoint: str,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    meta: dict[str, Any] | None,
-    progress: ProgressSink | None,
-) -> CallToolResult | InputRequiredResult:
-    """One sessionless ``tools/call`` POST on the client's pool, as its session would send it."""
-    session = client.session
-    request_id = next(_REQUEST_IDS)
-    request_meta = dict(meta or {})
-    if progress is not None:
-        request_meta["progressToken"] = request_id
-    request: dict[str, Any] = {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"_meta": request_meta, "name": tool, "arguments": arguments},
-    }
-    options: dict[str, Any] = {}
-    session._stamp(request, options)  # type: ignore[arg-type]  # protocol _meta, routing headers
-    headers = {"accept": _ACCEPT, "content-type": "application/json", **options["headers"]}
-    body = json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode()
-    async with stream_within_origin(
-        http, "POST", endpoint, content=body, headers=headers
-    ) as response:
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if response.status_code != 200:
-            raise _NoAnswer()
-        try:
-            if kind == "application/json":
-                message = from_json(await _read_capped(response, _READ_LIMIT))
-            elif kind == "text/event-stream":
-                message = await _answer_from_events(response, request_id, progress, _READ_LIMIT)
-            else:
-                raise _NoAnswer()
-        except ValueError:  # JSON that does not parse, or nests deeper than the session reads
-            raise _NoAnswer() from None
-    if not isinstance(message, dict) or message.get("id") != request_id:
-        raise _NoAnswer()
-    try:
-        result = session._call_tool_adapter.validate_python(message.get("result"))
-    except ValueError:  # pydantic's ValidationError: not a result
-        raise _NoAnswer() from None
-    if not isinstance(result, CallToolResult | InputRequiredResult):
-        raise _NoAnswer()
-    return result
-
-
-async def _call_tool(
-    client: Client[StreamableHttpTransport],
-    http: httpx2.AsyncClient | None,
-    endpoint: str,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    meta: dict[str, Any] | None,
-    progress: ProgressSink | None,
-) -> CallToolResult:
-    """One ``tools/call``: on the sessionless era, our own POST on the client's pool; otherwise
-    on the held session, watched by the session monitor (a dead connection fails the call instead
-    of leaving it waiting). A node's request for input (SEP-2322) is driven through the client's
-    own handlers, as ``call_tool_mcp`` would."""
-    request_meta = cast(RequestParamsMeta | None, meta)
-
-    async def send(
-        input_responses: InputResponses | None, request_state: str | None
-    ) -> CallToolResult | InputRequiredResult:
-        """On the session: its answers are measured here (ours are measured as they are read)."""
-        try:
-            result = await client.session.call_tool(
-                name=tool,
-                arguments=arguments,
-                progress_callback=cast(ProgressFnT | None, progress),
-                meta=request_meta,
-                input_responses=input_responses,
-                request_state=request_state,
-                allow_input_required=True,
-            )
-        except MCPError as error:
-            if _PASSED_READ_LIMIT in error.message or passed_limit(error.message, _READ_LIMIT):
-                raise _too_large() from None
-            raise
-        if isinstance(result, CallToolResult):
-            _check_size(result)
-        return result
-
-    if http is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        first = await _post_call(
-            client, http, endpoint, tool, arguments, meta=meta, progress=progress
-        )
-    else:
-        first = await client._await_with_session_monitoring(send(None, None))
-    if isinstance(first, CallToolResult):
-        return first
-    driven = await client._await_with_session_monitoring(client._drive_input_required(first, send))
-    if not isinstance(driven, CallToolResult):
-        raise TypeError("the node answered tools/call with something else")
-    return driven
+    sdk.relay_transport_class()
 
 
 class NodeConnections:
@@ -446,7 +202,7 @@ class NodeConnections:
         return self._verify
 
     def _factory(self, **kwargs: Any) -> httpx2.AsyncClient:
-        """The client's pool: no body but an event stream is read past ``_READ_LIMIT``, by our
+        """The client's pool: no body but an event stream is read past ``READ_LIMIT``, by our
         POST or by the session (which reads a JSON answer whole before anything measures it)."""
         kwargs["timeout"] = httpx2.Timeout(None, connect=LIMITS.node_connect_s)
         hooks = kwargs.setdefault("event_hooks", {})
@@ -454,7 +210,7 @@ class NodeConnections:
         hooks["response"] = [*hooks.get("response", ()), _session_gone]
         return bounded_client(
             verify=self._verify,
-            limit=_READ_LIMIT,
+            limit=READ_LIMIT,
             limits=httpx2.Limits(
                 max_connections=64,
                 max_keepalive_connections=_KEPT_IDLE,
@@ -477,11 +233,7 @@ class NodeConnections:
                     self._pools[endpoint] = made = self._factory(**kwargs)
                     return made
 
-                transport = _relay_transport()(
-                    endpoint,
-                    httpx_client_factory=cast(McpHttpClientFactory, pool),
-                    max_sse_event_size=_READ_LIMIT,
-                )
+                transport = sdk.relay_transport(endpoint, pool, max_sse_event_size=READ_LIMIT)
                 client = Client(transport, auto_initialize=True)
                 await client.__aenter__()  # type: ignore[no-untyped-call]  # held open
                 self._clients[endpoint] = client
@@ -538,18 +290,18 @@ class NodeConnections:
                 client = None
                 try:
                     client = await self._client(endpoint)
-                    result = await _call_tool(
+                    result = await call_tool(
                         client,
                         self._pools.get(endpoint),
                         endpoint,
                         tool,
                         arguments,
-                        meta=_meta(token),
+                        meta=call_meta(token),
                         progress=progress,
                     )
                 except AnswerTooLarge:
                     raise NodeAnswerTooLarge() from None
-                except _NoAnswer:  # the node (or a proxy before it) answered: not with a result
+                except NoAnswer:  # the node (or a proxy before it) answered: not with a result
                     logger.info("node call failed: the answer is not a result")
                     raise NodeUnavailable() from None
                 except (Exception, BaseExceptionGroup) as error:
@@ -572,54 +324,6 @@ class NodeConnections:
                         raise NodeUnavailable() from None
                     logger.info("node call failed: %s", type(error).__name__)
                     raise NodeUnavailable() from None
-                return _as_ours(result)
+                return as_ours(result)
         assert scope.cancelled_caught
         raise NodeTimeout()
-
-
-def _meta(token: Callable[[], str] | None) -> dict[str, Any] | None:
-    """What the navigator's ``tools/call`` carries in ``_meta``: a fresh call token, and its own
-    node-hop span's trace context when tracing (ADR 0040); nothing of the caller's request."""
-    meta: dict[str, Any] = tracing.trace_context()
-    if token is not None:
-        meta[META_KEY] = token()
-    return meta or None
-
-
-def _check_size(result: CallToolResult) -> None:
-    """An answer the session read, measured as the agent will receive it."""
-    size = len(result.model_dump_json(by_alias=True, exclude_none=True))
-    if size > LIMITS.node_answer_bytes:
-        raise _too_large()
-
-
-#: A node agent's own refusals of a call (``mesh.server``), which the navigator answers as its
-#: own errors of those codes (SPEC §9: ``tool_not_granted`` "also for a node refusing a token").
-NODE_REFUSALS: dict[str, type[NavigatorError]] = {
-    ToolNotGranted.code: ToolNotGranted,
-    NodeUnavailable.code: NodeUnavailable,
-}
-
-
-def _as_ours(result: CallToolResult) -> CallToolResult:
-    """The node's answer, less what only the navigator may say: the protocol's reserved
-    ``_meta`` keys (the node's serverInfo) and meshnav's error key, by which a client tells the
-    navigator's errors from a node's (SPEC §9). A node that set that key posed as the navigator
-    to the agent, and put its own text into ``/metrics`` as an error code. A node agent's
-    refusal of the call becomes the navigator's own error of that code (any server refusing its
-    own call could say as much); every other answer passes through, its content whole."""
-    meta = result.meta
-    if not meta:
-        return result
-    code = meta.get(ERROR_META_KEY)
-    refusal = NODE_REFUSALS.get(code) if result.is_error and isinstance(code, str) else None
-    if refusal is not None:
-        raise refusal("The node refused the call." if refusal is ToolNotGranted else None)
-    if ERROR_META_KEY not in meta and not any(k.startswith(RESERVED_META_PREFIX) for k in meta):
-        return result
-    kept = {
-        k: v
-        for k, v in meta.items()
-        if k != ERROR_META_KEY and not k.startswith(RESERVED_META_PREFIX)
-    }
-    return result.model_copy(update={"meta": kept or None})

@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 import anyio
 import httpcore2
 import httpx2
-from httpcore2._backends.anyio import AnyIOBackend
 
 from navigator.errors import InvalidArguments, error_chain
+from navigator.nodes import sdk
 
 __all__ = [
     "ANY_NETWORK",
@@ -248,7 +248,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
 
     def __init__(self, destinations: Destinations) -> None:
         self._destinations = destinations
-        self._inner = AnyIOBackend()
+        self._inner = httpcore2.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -332,10 +332,11 @@ class _GuardedTransport(httpx2.AsyncHTTPTransport):
     ) -> None:
         context = httpx2.create_ssl_context(verify=verify, trust_env=False)  # a context: itself
         super().__init__(verify=context, trust_env=False, limits=limits)
-        self._pool = httpcore2.AsyncConnectionPool(
+        pool = httpcore2.AsyncConnectionPool(
             ssl_context=context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=GuardedBackend(destinations),
         )
+        sdk.use_pool(self, pool)

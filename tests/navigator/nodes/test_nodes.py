@@ -17,7 +17,8 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.server.dependencies import get_http_headers
 from fastmcp.tools import ToolResult
-from mcp_types import TextContent
+from fastmcp.tools.base import InputRequiredToolResult
+from mcp_types import InputRequiredResult, TextContent
 
 from mesh.calltokens import META_KEY
 from navigator.access.grants import Caller
@@ -79,7 +80,24 @@ def _node() -> FastMCP:
             is_error=error,
         )
 
+    @server.tool
+    def later(ctx: Context) -> ToolResult:
+        """Answered in two rounds (SEP-2322): the first only asks to be sent again, with a state."""
+        if ctx.request_state is None:
+            return InputRequiredToolResult(InputRequiredResult(request_state="working"))
+        return ToolResult(content=[TextContent(type="text", text=f"done, {ctx.request_state}")])
+
+    @server.tool(output_schema=_COUNT_SCHEMA)
+    def off_schema() -> ToolResult:
+        """An answer its own output schema does not describe."""
+        return ToolResult(
+            content=[TextContent(type="text", text="a word")], structured_content={"n": "a word"}
+        )
+
     return server
+
+
+_COUNT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
 def _legacy_only(app: Any) -> Any:
@@ -187,6 +205,70 @@ async def test_the_first_call_after_a_server_restarts_is_answered(legacy: bool) 
             async with serving(_legacy_only(app) if legacy else app, port=port, lifespan="on"):
                 echoed = await nodes.call(url, "echo", {"text": "hi"}, token=None, deadline_s=30)
                 assert echoed.structured_content == {"text": "hi"}
+
+
+async def test_a_node_asking_to_be_called_again_is_called_again_and_answers() -> None:
+    """A node of the sessionless era may answer ``tools/call`` with an ``InputRequiredResult``
+    (SEP-2322), here a request state alone, to be sent back: the client's own driver sends the
+    call again with it (``navigator.nodes.sdk.drive_input_required``), and the final answer is
+    relayed."""
+    async with _serving() as url, _connections() as nodes:
+        result = await nodes.call(url, "later", {}, token=None, deadline_s=30)
+    assert _text(result) == "done, working"
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["sessionless", "legacy"])
+async def test_an_answer_outside_the_nodes_output_schema_is_relayed(legacy: bool) -> None:
+    """The navigator relays a node's answer and does not judge it: the agent's client holds it to
+    the schema it was given. A node's schema bug must not become a navigator error that hides the
+    answer (the sessions of ``navigator.nodes.sdk.relay_transport_class``)."""
+    async with _serving(legacy=legacy) as url, _connections() as nodes:
+        result = await nodes.call(url, "off_schema", {}, token=None, deadline_s=30)
+    assert not result.is_error
+    assert result.structured_content == {"n": "a word"}
+
+
+def _moving_calls(app: Any, *, elsewhere: bool) -> Any:
+    """The node's app, answering each ``tools/call`` POST with a 307 to the same endpoint at
+    ``?moved=1``: on its own origin, or (``elsewhere``) on another, ``localhost`` for
+    ``127.0.0.1``, which reaches the same node."""
+
+    async def moving(scope: Scope, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if (
+            scope["type"] == "http"
+            and headers.get(b"mcp-method") == b"tools/call"
+            and scope.get("query_string") != b"moved=1"
+        ):
+            origin = f"http://localhost:{scope['server'][1]}" if elsewhere else ""
+            location = f"{origin}/mcp?moved=1".encode()
+            await send(
+                {"type": "http.response.start", "status": 307, "headers": [(b"location", location)]}
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app({**scope, "query_string": b""}, receive, send)
+
+    return moving
+
+
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["same origin", "another origin"])
+async def test_the_call_post_follows_a_redirect_within_the_nodes_origin_only(
+    elsewhere: bool,
+) -> None:
+    """Our sessionless POST follows redirects as the SDK's own transport does
+    (``navigator.nodes.sdk.stream_within_origin``): within the node's origin (a trailing-slash
+    move), never to another, where what was configured for this endpoint does not belong."""
+    app = _moving_calls(_node().http_app(path="/mcp"), elsewhere=elsewhere)
+    async with serving(app, lifespan="on") as port, _connections() as nodes:
+        url = f"http://127.0.0.1:{port}/mcp"
+        if elsewhere:
+            with pytest.raises(NodeUnavailable):
+                await nodes.call(url, "echo", {"text": "moved"}, token=None, deadline_s=30)
+        else:
+            echoed = await nodes.call(url, "echo", {"text": "moved"}, token=None, deadline_s=30)
+            assert echoed.structured_content == {"text": "moved"}
+        assert nodes._clients[url].protocol_version == "2026-07-28"
 
 
 async def test_an_unknown_tool_and_a_gone_node_are_unavailable() -> None:
@@ -472,7 +554,7 @@ async def test_progress_json_cannot_carry_is_not_passed_on() -> None:
     """A node's progress of a 400-digit integer raised OverflowError, taken for a failed
     connection: node_unavailable, and the node's client closed under every call in flight to it.
     NaN or an infinity went on to the agent, whose notification JSON cannot write (a review)."""
-    from navigator.nodes.connections import _answer_in
+    from navigator.nodes.relay import _answer_in
 
     def progress(figure: str, total: str = "null") -> str:
         params = f'{{"progressToken":7,"progress":{figure},"total":{total}}}'
