@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 import registry
 
 __all__ = [
+    "ERROR_META_KEY",
     "ConfirmationRequired",
     "GrantRowsUnusable",
     "InvalidAddress",
@@ -75,6 +76,11 @@ __all__ = [
     "error_chain",
     "from_registry",
 ]
+
+
+#: Where a walker's error answer names its code in ``_meta``, and where a node's does: the
+#: navigator reads a node's refusal by it, and writes its own under it.
+ERROR_META_KEY = "meshnav/error"
 
 
 class NavigatorError(Exception):

@@ -11,12 +11,10 @@ from typing import Any
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from navigator.errors import NavigatorError, error_body
+from navigator.errors import ERROR_META_KEY, NavigatorError, error_body
 from navigator.walker.sizing import compact
 
-__all__ = ["ERROR_META_KEY", "answer", "error_answer"]
-
-ERROR_META_KEY = "meshnav/error"
+__all__ = ["answer", "error_answer"]
 
 
 def answer(structured: dict[str, Any], meta: dict[str, Any] | None = None) -> ToolResult:

@@ -34,9 +34,8 @@ from pydantic_core import from_json
 
 from mesh import tracing
 from mesh.calltokens import META_KEY
-from navigator.errors import NavigatorError, NodeUnavailable, ToolNotGranted
+from navigator.errors import ERROR_META_KEY, NavigatorError, NodeUnavailable, ToolNotGranted
 from navigator.limits import LIMITS
-from navigator.mcp.answers import ERROR_META_KEY
 from navigator.nodes import sdk
 from navigator.nodes.bounded import AnswerTooLarge, passed_limit
 
