@@ -26,8 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: A figure in a benchmark's output: a decimal number, possibly signed, with thousands commas.
-FIGURE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.])")
+#: A figure in a benchmark's output: a decimal number, possibly signed, with thousands commas,
+#: standing alone or as a ratio (``1.68x``).
+FIGURE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?!(?!x\b)[\w.])")
 
 
 def _figures(line: str) -> tuple[str, list[float]]:
