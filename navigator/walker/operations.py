@@ -261,8 +261,7 @@ class Navigator:
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
     ) -> NodeAnswer:
-        """SPEC §3's call, audited (ADR 0039) and admitted first under the caller's quota
-        (ADR 0041)."""
+        """SPEC §3's call: ``navigator.walker.calling.Calls.call``."""
         return await self._calls.call(
             caller, address, arguments, confirm=confirm, elicitor=elicitor, progress=progress
         )
