@@ -32,15 +32,16 @@ STOP_S = 10.0
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port free now, below the ephemeral range: one the kernel hands out (port 0) is also
+    one it hands the next outgoing connection of any test, which took a node's port between
+    this choice and the node's bind."""
+    return free_ports(1)
 
 
 def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports, below the ephemeral range that
-    ``free_port`` and every client connection draw from: another test's port never lands among
-    them between this check and their use (the demo's nodes take the three after its own)."""
+    """The first of ``count`` consecutive free ports, below the ephemeral range that every
+    client connection draws from: no connection's port lands among them between this check
+    and their use (the demo's nodes take the three after its own)."""
     ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
     low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32_768
     top = min(low, 65_536) - count
