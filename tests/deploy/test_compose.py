@@ -268,6 +268,12 @@ def first_run(folder: Path, env: dict[str, str], ports: tuple[int, int]) -> Stac
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if os.geteuid() != 0:
         pytest.fail("the deploy tests start a Docker engine and need root (sudo make test-deploy)")
+    # what is installed is set-up, not state: the host is compared with itself once it has the
+    # engine's packages (iptables-save among them), before anything starts
+    installed = subprocess.run(
+        [str(ENGINE), "install"], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
     before = host_state()
     work = tmp_path_factory.mktemp("compose")
     log = work / "engine.log"
