@@ -11,6 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Every dependency ships wheels for Linux (psycopg[binary], google-re2, rapidfuzz): no compiler.
+# They come from requirements.lock, hashes checked: the image runs the versions the tests ran.
 # The build context is mounted for the install only, so no source copy stays in a layer.
 # The secret `extra_ca` (compose.yaml: MESHNAV_BUILD_CA) is a PEM bundle that pip trusts besides
 # the image's own, for a machine that reaches PyPI through a private certificate authority; it
@@ -22,7 +23,8 @@ RUN --mount=type=bind,target=/src,rw \
             || cat /run/secrets/extra_ca >/tmp/ca.pem; \
         export PIP_CERT=/tmp/ca.pem; \
     fi \
-    && pip install /src \
+    && pip install --require-hashes --no-deps -r /src/requirements.lock \
+    && pip install --no-deps --no-build-isolation /src \
     && rm -f /tmp/ca.pem \
     && groupadd --system meshnav \
     && useradd --system --gid meshnav --home-dir /var/lib/meshnav --shell /usr/sbin/nologin meshnav \

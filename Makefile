@@ -3,14 +3,28 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# What a fresh clone installs is exactly what was tested: every dependency, the build tools and pip
+# itself at a locked version with its hashes. `make lock` moves the locks on purpose.
+LOCK := requirements.lock
+DEV_LOCK := requirements-dev.lock
+UV := uv==0.13.9
+COMPILE := uv pip compile pyproject.toml - --generate-hashes --universal --python-version 3.11 \
+	--no-header --quiet
 
-.PHONY: demo test test-deploy check bench docs clean system-deps
+.PHONY: demo test test-deploy check bench docs clean system-deps lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(DEV_LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# The runtime lock (the images) and the development lock (runtime versions plus the tools).
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet '$(UV)'
+	printf 'setuptools\nwheel\npip\n' | $(BIN)/$(COMPILE) --upgrade -o $(LOCK)
+	printf 'setuptools\nwheel\npip\n' | $(BIN)/$(COMPILE) --upgrade --extra dev -c $(LOCK) -o $(DEV_LOCK)
+	$(BIN)/python -m pip uninstall --quiet --yes uv
 
 demo: $(STAMP)
 	$(BIN)/meshnav demo
