@@ -24,7 +24,7 @@ def _events(registry: Registry, **wanted: object) -> list[AuditRecord]:
 
 
 async def _settled(audit: AuditLog) -> None:
-    await audit.flush()
+    await audit.flush(refusals=True)
 
 
 async def test_a_refused_sign_in_is_recorded_on_every_route_without_its_token(
@@ -43,10 +43,10 @@ async def test_a_refused_sign_in_is_recorded_on_every_route_without_its_token(
     shown = hash_token(bad)[:12]
     assert targets == sorted(
         [
-            f"/api/v1/grants (token {shown})",
-            f"/mcp (token {hash_token('nope')[:12]})",
-            f"/console/sign-in (token {shown})",
-            "/api/v1/mesh (no token)",
+            f"/api/v1/grants from 127.0.0.1: token {shown}",
+            f"/mcp from 127.0.0.1: token {hash_token('nope')[:12]}",
+            f"/console/sign-in from 127.0.0.1: token {shown}",
+            "/api/v1/mesh from 127.0.0.1: no token",
         ]
     )
     assert {event.entry.outcome for event in events} == {"unauthenticated"}
@@ -133,7 +133,7 @@ async def test_the_audit_api_is_for_operators_and_names_a_bad_filter(tmp_path: P
                 assert body["error"] == "invalid_arguments" and body.get("pointer") == pointer
                 assert "yesterday" not in body["message"]
             await client.get("/api/v1/mesh", headers={"Authorization": "Bearer x"})
-            await console.services.audit.flush()
+            await console.services.audit.flush(refusals=True)
             first = (await client.get("/api/v1/audit", params={"limit": "1"}, headers=root)).json()
             assert len(first["events"]) == 1 and first["next"] is not None
             rest = await client.get(
