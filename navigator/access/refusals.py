@@ -3,10 +3,10 @@
 A refused request is not an event of its own: refusals of one route, for one reason, from one
 source address are counted for a window (``MESHNAV_AUDIT_REFUSAL_WINDOW_S``) and become one event
 carrying the count, timed at the first. At most ``MESHNAV_AUDIT_REFUSALS_PER_MINUTE`` such events
-are made a minute: past it, refusals of a route, reason or address not yet counted in this window
-are counted on one event of their own (``* from *: over the bound``), made when the minute has
-room again — so a flood of refused requests from any number of addresses costs the registry a
-bounded number of rows.
+are opened a minute (each is written when its window ends): past it, refusals of a route, reason
+or address not yet counted are counted on one event of their own (``* from *: over the bound``),
+the last of the minute's, written when its window ends and the minute has room — so a flood of
+refused requests from any number of addresses costs the registry a bounded number of rows.
 
 The route is one of a fixed list of names (``route_name``), never the path the request asked for:
 a refused request writes nothing of its choosing into the trail.
@@ -88,10 +88,11 @@ class Refusals:
         #: When each event of the last minute was given room (its key first counted).
         self._spent: deque[float] = deque()
 
-    def _room(self, now: float) -> bool:
+    def _room(self, now: float, *, keep: int = 0) -> bool:
+        """Whether another event fits in the last minute, ``keep`` of it left for others."""
         while self._spent and now - self._spent[0] >= _MINUTE_S:
             self._spent.popleft()
-        return len(self._spent) < self.per_minute
+        return len(self._spent) < self.per_minute - keep
 
     def refuse(self, route: str, source: str, token_shown: str | None) -> None:
         """Count one refused request: ``token_shown`` the first 12 hex digits of the refused
@@ -99,7 +100,7 @@ class Refusals:
         now = self.clock()
         key = (route_name(route), "no token" if token_shown is None else "token", source or "?")
         counted = self._counted.get(key)
-        if counted is None and not self._room(now):
+        if counted is None and not self._room(now, keep=1):  # one left for the event past it
             key = _OVER
             counted = self._counted.get(key)
         elif counted is None:
