@@ -21,7 +21,6 @@ from navigator.metrics import Metrics
 from registry import Registry
 from registry.audit import AuditFilter, AuditStore
 from tests.navigator.console.test_console import console_app
-from tests.registry.conftest import database_url, registry  # noqa: F401  (the fixtures)
 
 pytestmark = pytest.mark.xdist_group("postgres")
 

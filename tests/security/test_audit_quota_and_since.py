@@ -11,8 +11,6 @@ import pytest
 from registry import AccessStore, Quota, Registry
 from registry.audit import AuditFilter, AuditStore
 from tests.navigator.console.test_console import console_app
-from tests.registry.conftest import database_url, registry  # noqa: F401  (the fixtures)
-from tests.test_cli import invoke  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.xdist_group("postgres")
 

@@ -15,7 +15,6 @@ from sqlalchemy import text
 from registry import Registry
 from registry.audit import AuditEntry, AuditStore
 from registry.models import utcnow
-from tests.registry.conftest import database_url, registry  # noqa: F401  (the fixtures)
 
 pytestmark = pytest.mark.xdist_group("postgres")
 

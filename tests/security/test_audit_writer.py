@@ -20,7 +20,6 @@ from navigator.access.auditing import AuditLog, open_export
 from navigator.metrics import Metrics
 from registry import Registry, migrate
 from registry.audit import AuditFilter, AuditRecord, AuditStore
-from tests.registry.conftest import database_url, registry  # noqa: F401  (the fixtures)
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
