@@ -74,8 +74,8 @@ class AuditEntry:
 
     def bounded(self) -> AuditEntry:
         """This entry as the registry's columns hold it (``registry.audit_bounds``)."""
-        texts = {name: getattr(self, name) for name in COLUMN_CHARS}
-        held = {
+        texts: dict[str, Any] = {name: getattr(self, name) for name in COLUMN_CHARS}
+        held: dict[str, Any] = {
             name: value if value is None else storable(value, COLUMN_CHARS[name])
             for name, value in texts.items()
         }
