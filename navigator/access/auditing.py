@@ -133,9 +133,12 @@ class AuditLog:
     def event(self, principal: str, action: str, target: str, outcome: str, **fields: Any) -> None:
         self.record(AuditEntry(utcnow(), principal, action, target, outcome, **fields))
 
-    def refused(self, route: str, source: str, token_shown: str | None) -> None:
-        """A request refused ``unauthenticated``, counted on its route's aggregated event."""
-        self.refusals.refuse(route, source, token_shown)
+    def refused(
+        self, route: str, source: str, token_shown: str | None, outcome: str = "unauthenticated"
+    ) -> None:
+        """A request refused before its caller was known (``unauthenticated``, or another SPEC
+        §9 code), counted on its route's aggregated event (``navigator.access.refusals``)."""
+        self.refusals.refuse(route, source, token_shown, outcome)
 
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""

@@ -38,7 +38,7 @@ ROUTE_NAMES = frozenset(
     | {f"/api/v1/{segment}" for segment in API_SEGMENTS}
 )
 #: The key of the event refusals past the bound are counted on.
-_OVER = ("*", "over the bound", "*")
+_OVER = ("*", "over the bound", "*", "")
 _MINUTE_S = 60.0
 
 
@@ -84,7 +84,8 @@ class Refusals:
         self.per_minute = per_minute
         self.window_s = window_s
         self.clock = clock
-        self._counted: dict[tuple[str, str, str], _Counted] = {}
+        #: By (route name, reason, source address, outcome).
+        self._counted: dict[tuple[str, str, str, str], _Counted] = {}
         #: When each event of the last minute was given room (its key first counted).
         self._spent: deque[float] = deque()
 
@@ -94,11 +95,18 @@ class Refusals:
             self._spent.popleft()
         return len(self._spent) < self.per_minute - keep
 
-    def refuse(self, route: str, source: str, token_shown: str | None) -> None:
-        """Count one refused request: ``token_shown`` the first 12 hex digits of the refused
-        token's hash, or None when it carried no token."""
+    def refuse(
+        self,
+        route: str,
+        source: str,
+        token_shown: str | None,
+        outcome: str = Unauthenticated.code,
+    ) -> None:
+        """Count one request refused with ``outcome`` (a SPEC §9 code) before any caller was
+        known: ``token_shown`` the first 12 hex digits of its token's hash, None for no token."""
         now = self.clock()
-        key = (route_name(route), "no token" if token_shown is None else "token", source or "?")
+        reason = "no token" if token_shown is None else "token"
+        key = (route_name(route), reason, source or "?", outcome)
         counted = self._counted.get(key)
         if counted is None and not self._room(now, keep=1):  # one left for the event past it
             key = _OVER
@@ -123,10 +131,9 @@ class Refusals:
                     continue  # counted on until the minute has room for it
                 self._spent.append(now)
             del self._counted[key]
-            target = "* from *: over the bound" if key == _OVER else counted.target(*key)
+            target = "* from *: over the bound" if key == _OVER else counted.target(*key[:3])
+            outcome = key[3] or Unauthenticated.code
             entries.append(
-                AuditEntry(
-                    counted.at, "", "sign-in", target, Unauthenticated.code, count=counted.count
-                )
+                AuditEntry(counted.at, "", "sign-in", target, outcome, count=counted.count)
             )
         return entries

@@ -10,10 +10,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from alembic import command
 from sqlalchemy import text
 
-from registry import Registry
-from registry.audit import AuditEntry, AuditStore
+from registry import Registry, migrate
+from registry.audit import GENESIS, AuditEntry, AuditStore, chain_hash
+from registry.database import alembic_config
 from registry.models import utcnow
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -97,3 +99,36 @@ def test_retention_prunes_a_prefix_of_the_chain_whatever_order_times_were_writte
         AuditStore(session).append("nav", entries)
     assert _prune(registry) == 3
     assert _problems(registry) == []
+
+
+def test_a_chain_pruned_before_the_upgrade_starts_where_it_starts(database_url: str) -> None:
+    """Migration 0010 takes a chain pruned before it as starting at its first kept event, and one
+    left empty as pruned up to its head: they verify as they did."""
+    command.upgrade(alembic_config(database_url), "0009")
+    prev, rows = GENESIS, []
+    for seq in range(1, 6):
+        entry = AuditEntry(utcnow(), "a", "call", "t", "ok")
+        rows.append({"at": entry.at, "seq": seq, "prev": prev})
+        prev = rows[-1]["hash"] = chain_hash(prev, "nav", seq, entry)
+    insert = (
+        "INSERT INTO audit_events (at, instance, seq, principal, action, target, outcome, "
+        "prev_hash, hash) VALUES (:at, 'nav', :seq, 'a', 'call', 't', 'ok', :prev, :hash)"
+    )
+    before = Registry(database_url)
+    with before.engine.begin() as connection:
+        connection.execute(text(insert), rows[2:])  # the first two pruned
+        connection.execute(
+            text(
+                "INSERT INTO audit_heads (instance, seq, hash) VALUES ('nav', 5, :h), ('e', 7, :h)"
+            ),
+            {"h": prev},
+        )
+    before.dispose()
+    migrate(database_url)
+    after = Registry(database_url)
+    try:
+        assert _problems(after) == []
+        _by_hand(after, "DELETE FROM audit_events WHERE seq = 3")
+        assert _problems(after) == ["nav #4: the events before it are missing"]
+    finally:
+        after.dispose()
