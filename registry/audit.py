@@ -74,6 +74,11 @@ class AuditEntry:
 
     def bounded(self) -> AuditEntry:
         """This entry as the registry's columns hold it (``registry.audit_bounds``)."""
+        p, a, t, o, d = self.principal, self.action, self.target, self.outcome, self.args_digest
+        fits = len(p) <= _PRINCIPAL and len(a) <= _ACTION and len(t) <= _TARGET
+        fits = fits and len(o) <= _OUTCOME and (d is None or len(d) <= _DIGEST)
+        if fits and f"{p}{a}{t}{o}{d or ''}".isprintable():
+            return self  # as nearly every event is
         texts: dict[str, Any] = {name: getattr(self, name) for name in COLUMN_CHARS}
         held: dict[str, Any] = {
             name: value if value is None else storable(value, COLUMN_CHARS[name])
@@ -83,6 +88,7 @@ class AuditEntry:
 
 
 _ENTRY_FIELDS = tuple(f.name for f in fields(AuditEntry))
+_PRINCIPAL, _ACTION, _TARGET, _OUTCOME, _DIGEST = COLUMN_CHARS.values()
 #: What a chain's hash covers: every field, and ``count`` only where it is set — so an event
 #: written before there were aggregated events hashes as it did.
 _HASHED = tuple(name for name in _ENTRY_FIELDS if name != "count")
@@ -157,7 +163,7 @@ def keyed_digest(key: bytes, digest: str) -> str:
     """The arguments' digest as the audit trail stores it: HMAC-SHA256 under the registry's
     audit key of their SHA-256 (the one a call token binds), so that a digest of a few likely
     arguments (a PIN) cannot be found by trying them without the key."""
-    return hmac.new(key, digest.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, digest.encode(), "sha256").hex()
 
 
 def _record(row: AuditEvent) -> AuditRecord:
