@@ -26,6 +26,8 @@ class Metrics:
         self._sums: dict[str, float] = defaultdict(float)
         #: Gauges computed when scraped (e.g. machines by status).
         self.gauges: dict[str, Callable[[], dict[str, float]]] = {}
+        #: Counters read when scraped, by reason (e.g. audit events dropped).
+        self.counters: dict[str, Callable[[], dict[str, int]]] = {}
 
     def observe_tool(self, tool: str, code: str, seconds: float) -> None:
         with self._lock:
@@ -70,6 +72,10 @@ class Metrics:
             lines.append(f"# TYPE {name} gauge")
             for label, value in sorted(read().items()):
                 lines.append(f'{name}{{status="{_label(label)}"}} {value}')
+        for name, counted in sorted(self.counters.items()):
+            lines.append(f"# TYPE {name} counter")
+            for label, count in sorted(counted().items()):
+                lines.append(f'{name}{{reason="{_label(label)}"}} {count}')
         return "\n".join(lines) + "\n"
 
 

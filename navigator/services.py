@@ -13,6 +13,7 @@ from starlette.requests import Request
 from navigator.access.auditing import AuditLog, open_export
 from navigator.access.authentication import Authenticator, jwt_verifier
 from navigator.access.quotas import Quotas
+from navigator.access.refusals import Refusals
 from navigator.catalog.registrar import Registrar
 from navigator.catalog.view import Catalog
 from navigator.limits import LIMITS, Limits
@@ -77,6 +78,8 @@ class Services:
             retention_days=settings.audit_retention_days,
             export=open_export(settings.audit_jsonl),
             flush_s=settings.audit_flush_s,
+            queue_max=settings.audit_queue_max,
+            refusals=Refusals(settings.audit_refusals_per_minute, settings.audit_refusal_window_s),
         )
         decisions = audit if settings.audit_calls else None
         catalog = Catalog(registry)

@@ -85,8 +85,15 @@ class NavigatorSettings(ListeningSettings):
     #: Off, the navigator records no call, describe or sign-in events (changes to the registry
     #: are recorded all the same): for measuring what auditing costs, side by side.
     audit_calls: bool = True
-    #: Between the audit writer's batches (tests lengthen it to see the flush at a stop).
+    #: Between the audit writer's batches: what a navigator killed outright (SIGKILL, a crash)
+    #: loses at most, and how soon an event reaches the registry (ADR 0045).
     audit_flush_s: PositiveFloat = 1.0
+    #: Events waiting in memory while the registry cannot be written; past it they are dropped
+    #: and counted (``/metrics``). Refused requests are counted per route, reason and address
+    #: for a window and recorded as one event with the count, at most so many events a minute.
+    audit_queue_max: int = Field(default=100_000, ge=1)
+    audit_refusal_window_s: PositiveFloat = 60.0
+    audit_refusals_per_minute: int = Field(default=120, ge=1)
 
     def instance_name(self) -> str:
         return self.instance or f"{socket.gethostname()}:{self.listen}"[:128]

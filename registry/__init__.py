@@ -16,6 +16,7 @@ Its modules:
     grant_reads      the token and grant reads every request makes
     sessions         console sessions
     audit            the audit trail's store
+    audit_bounds     what the audit trail's columns take, and a refused event told apart
 """
 
 from __future__ import annotations

@@ -161,6 +161,11 @@ class AccessStore:
         row = self._principal(name)
         row.rate_per_minute, row.concurrency = quota.rate_per_minute, quota.concurrency
         self.session.flush()
+        rate, at_once = (
+            "-" if value is None else str(value)
+            for value in (quota.rate_per_minute, quota.concurrency)
+        )
+        record_change(self.session, "principal.quota", f"{name}: {rate}/min, {at_once} at once")
         return _principal_record(row)
 
     def revoke_principal(self, name: str) -> None:

@@ -8,6 +8,7 @@ ConsoleSession                           a browser signed in to the console (its
 Grant                                    who may call what
 Revision                                 counters that move whenever grants or the catalogue change
 AuditEvent ─ AuditHead                   who decided or changed what; each navigator's chain head
+AuditKey                                 the key of the audit trail's keyed arguments digest
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "Assignment",
     "AuditEvent",
     "AuditHead",
+    "AuditKey",
     "Base",
     "CatalogChange",
     "ConsoleSession",
@@ -272,6 +274,8 @@ class AuditEvent(Base):
     args_digest: Mapped[str | None] = mapped_column(String(64))
     prev_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
+    #: The refusals an aggregated refusal event stands for; empty for any other event.
+    count: Mapped[int | None] = mapped_column(Integer)
 
 
 class AuditHead(Base):
@@ -283,3 +287,17 @@ class AuditHead(Base):
     instance: Mapped[str] = mapped_column(String(128), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, default=0)
     hash: Mapped[str] = mapped_column(String(64))
+    #: The last event retention removed (0 and the genesis hash until it removes one): the
+    #: first event kept must follow it.
+    pruned_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    pruned_hash: Mapped[str] = mapped_column(String(64), default="0" * 64, server_default="0" * 64)
+
+
+class AuditKey(Base):
+    """The key of the arguments' keyed digest in the audit trail (ADR 0045): made once, shared by
+    every navigator on this registry, never read by any API or command."""
+
+    __tablename__ = "audit_keys"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key: Mapped[bytes] = mapped_column(LargeBinary(64))

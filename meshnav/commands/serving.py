@@ -141,6 +141,40 @@ def navigator_serve(
             help="This navigator's name in the audit trail (its host and listen address).",
         ),
     ] = None,
+    audit_flush_s: Annotated[
+        float | None,
+        typer.Option(
+            "--audit-flush",
+            envvar="MESHNAV_AUDIT_FLUSH_S",
+            min=0.01,
+            help="Seconds between audit batches: what a killed navigator loses at most (1).",
+        ),
+    ] = None,
+    audit_queue_max: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_AUDIT_QUEUE_MAX",
+            min=1,
+            help="Audit events held while the registry is down; more are dropped (100000).",
+        ),
+    ] = None,
+    audit_refusal_window_s: Annotated[
+        float | None,
+        typer.Option(
+            "--audit-refusal-window",
+            envvar="MESHNAV_AUDIT_REFUSAL_WINDOW_S",
+            min=0.01,
+            help="Seconds refusals of one route and address are counted on one event (60).",
+        ),
+    ] = None,
+    audit_refusals_per_minute: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_AUDIT_REFUSALS_PER_MINUTE",
+            min=1,
+            help="Refusal events a minute at most; more are counted on one (120).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -162,6 +196,10 @@ def navigator_serve(
         "audit_retention_days": audit_retention_days,
         "audit_jsonl": audit_jsonl,
         "instance": instance,
+        "audit_flush_s": audit_flush_s,
+        "audit_queue_max": audit_queue_max,
+        "audit_refusal_window_s": audit_refusal_window_s,
+        "audit_refusals_per_minute": audit_refusals_per_minute,
     }
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)

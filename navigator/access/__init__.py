@@ -8,4 +8,5 @@ Its modules:
     oauth           the navigator as an OAuth 2.1 resource server
     quotas          what one principal may call, and what one node is sent at once
     auditing        the audit writer: events batched into the registry off the call's path
+    refusals        refused requests counted by route name, reason and address, bounded a minute
 """

@@ -1,13 +1,20 @@
 """The navigator's audit writer: events recorded off the call's path, batched into the registry.
 
-``record`` only appends to a list in memory: a call never waits on the registry for its audit
-event. ``run`` writes what was recorded every ``FLUSH_S`` in one transaction (chained onto this
-navigator's instance, ``registry.audit``), copies this instance's new events — the changes its
-API made, written in their own transactions, as well — to the JSON-lines export when one is
-set, tells live views (the console's Activity page) that there is activity, and prunes events
-past the retention now and then. ``close`` writes what is left: a navigator stopped cleanly
-(SIGTERM, ADR 0026) loses none. A registry that cannot be written keeps the events in memory,
-at most ``HELD_MAX`` (then the oldest go, counted), and tries again (ADR 0039).
+``record`` only appends to a queue in memory: a call never waits on the registry for its audit
+event. ``run`` writes what was recorded every ``MESHNAV_AUDIT_FLUSH_S`` in one transaction
+(chained onto this navigator's instance, ``registry.audit``), copies this instance's new events —
+the changes its API made, written in their own transactions, as well — to the JSON-lines export
+when one is set, tells live views (the console's Activity page) that there is activity, and
+prunes events past the retention now and then. ``close`` writes what is left: a navigator stopped
+cleanly (SIGTERM, ADR 0026) loses none; a killed one, at most the last interval's.
+
+Its bounds (ADR 0045): every text is stored bounded (``registry.audit_bounds``); a batch the
+registry refuses is written again event by event, and an event the registry refuses alone is
+dropped, counted (``meshnav_audit_events_dropped_total{reason="rejected"}``) and logged by its
+action and error class alone; while the registry cannot be written, events wait in a queue of
+at most ``MESHNAV_AUDIT_QUEUE_MAX``, past which they are counted as dropped (``queue_full``).
+Refused requests are aggregated (``navigator.access.refusals``). The arguments' digest is keyed
+with the registry's audit key before it is stored (``registry.audit.keyed_digest``).
 """
 
 from __future__ import annotations
@@ -15,17 +22,23 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import stat
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from navigator.access.refusals import Refusals
+from navigator.metrics import METRICS, Metrics
 from registry import RegistryError
-from registry.audit import AuditEntry, AuditRecord, AuditStore
+from registry.audit import AuditEntry, AuditRecord, AuditStore, keyed_digest
+from registry.audit_bounds import INSTANCE_CHARS, rejected, storable
 from registry.models import utcnow
 
 if TYPE_CHECKING:
@@ -37,25 +50,39 @@ T = TypeVar("T")
 
 logger = logging.getLogger("meshnav.navigator.audit")
 
-#: Between batch writes: an event reaches the registry (and the console) within about this long.
-#: A batch costs ~0.4 ms of CPU whatever its size (``benchmarks/call_overhead.py``).
+#: Between batch writes: an event reaches the registry (and the console) within about this long,
+#: and a navigator killed outright loses at most this long's events. A batch costs ~0.4 ms of
+#: CPU whatever its size (``benchmarks/call_overhead.py``).
 FLUSH_S = 1.0
-#: Events held in memory while the registry cannot be written; past it the oldest are dropped.
-HELD_MAX = 100_000
+#: Events waiting in memory at most (while the registry cannot be written); past it, counted.
+QUEUE_MAX = 100_000
+#: Refusal events a minute at most, and the window refusals are counted over (ADR 0045).
+REFUSALS_PER_MINUTE = 120
+REFUSAL_WINDOW_S = 60.0
 #: Between prunes of events past the retention.
 PRUNE_EVERY_S = 600.0
+#: The ``/metrics`` counter of events dropped, by reason.
+DROPPED_METRIC = "meshnav_audit_events_dropped_total"
 
 
 def open_export(path: str | None) -> TextIO | None:
     """The JSON-lines export ``--audit-jsonl`` names: ``-`` for standard output, else a file
-    appended to (made readable by its owner alone)."""
+    appended to, readable by its owner alone: one found readable by others is made so (0600),
+    and refused when it cannot be (``PermissionError`` naming the ``chmod`` to run)."""
     if path is None:
         return None
     if path == "-":
         return sys.stdout
-    import os
-
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        if os.fstat(fd).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise PermissionError(
+            f"the audit export {path} may be read by other users and cannot be made readable "
+            f"by its owner alone; run chmod 600 {path} as its owner"
+        ) from None
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
@@ -68,30 +95,50 @@ class AuditLog:
         retention_days: float,
         export: TextIO | None = None,
         flush_s: float = FLUSH_S,
+        queue_max: int = QUEUE_MAX,
+        refusals: Refusals | None = None,
+        metrics: Metrics = METRICS,
     ) -> None:
         self.registry = registry
-        self.instance = instance
+        self.instance = storable(instance, INSTANCE_CHARS)  # as its chain is named
         self.retention = timedelta(days=retention_days)
         self.export = export
         self.flush_s = flush_s
+        self.queue_max = queue_max
+        self.refusals = refusals or Refusals(REFUSALS_PER_MINUTE, REFUSAL_WINDOW_S)
         self._pending: list[AuditEntry] = []
         self._lock = anyio.Lock()
         #: Called with each batch once it is written (the console's live views).
         self.listeners: list[Callable[[list[AuditRecord]], None]] = []
-        self.dropped = 0
+        #: Events dropped: ``queue_full`` (past the queue's bound), ``rejected`` (refused by the
+        #: registry alone).
+        self.dropped_by = {"queue_full": 0, "rejected": 0}
+        metrics.counters[DROPPED_METRIC] = lambda: dict(self.dropped_by)
+        #: The registry's key of the arguments' digest, once read in a committed transaction.
+        self._key: bytes | None = None
         #: The last of this instance's events the export holds; None until first read.
         self._exported_seq: int | None = None
 
+    @property
+    def dropped(self) -> int:
+        return sum(self.dropped_by.values())
+
     def record(self, entry: AuditEntry) -> None:
         """Keep ``entry`` for the next batch; never waits, never fails."""
-        pending = self._pending
-        if len(pending) >= HELD_MAX:
-            del pending[0]
-            self.dropped += 1
-        pending.append(entry)
+        if len(self._pending) >= self.queue_max:
+            self.dropped_by["queue_full"] += 1
+            return
+        self._pending.append(entry)
 
     def event(self, principal: str, action: str, target: str, outcome: str, **fields: Any) -> None:
-        self.record(AuditEntry(utcnow(), principal, action, target[:256], outcome, **fields))
+        self.record(AuditEntry(utcnow(), principal, action, target, outcome, **fields))
+
+    def refused(
+        self, route: str, source: str, token_shown: str | None, outcome: str = "unauthenticated"
+    ) -> None:
+        """A request refused before its caller was known (``unauthenticated``, or another SPEC
+        §9 code), counted on its route's aggregated event (``navigator.access.refusals``)."""
+        self.refusals.refuse(route, source, token_shown, outcome)
 
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""
@@ -112,32 +159,73 @@ class AuditLog:
                 lambda store: store.head_seq(self.instance)
             )
 
-    async def flush(self) -> None:
-        """Write every event recorded so far; on a registry failure keep them for the next."""
+    async def flush(self, *, refusals: bool = False) -> None:
+        """Write every event recorded so far, with the refusals whose window ended (all of them
+        with ``refusals``); on a registry failure keep them for the next."""
+        for entry in self.refusals.due(everything=refusals):
+            self.record(entry)
         async with self._lock:
             batch, self._pending = self._pending, []
             if not batch:
                 return
             try:
                 written = await anyio.to_thread.run_sync(self._write, batch)
-            except RegistryError:
-                logger.warning("audit events could not be written; %d held", len(batch))
-                self._pending[:0] = batch[-HELD_MAX:]
-                return
-        for listener in list(self.listeners):
-            listener(written)
+            except Exception:
+                written, held = await anyio.to_thread.run_sync(self._write_each, batch)
+                if held:
+                    logger.warning("audit events could not be written; %d held", len(held))
+                    self._hold(held)
+        if written:
+            for listener in list(self.listeners):
+                listener(written)
+
+    def _hold(self, held: list[AuditEntry]) -> None:
+        """``held`` back in front of what came since, the queue's bound kept."""
+        queue = held + self._pending
+        self.dropped_by["queue_full"] += max(0, len(queue) - self.queue_max)
+        self._pending = queue[: self.queue_max]
 
     async def close(self) -> None:
         """The last write, at a clean stop: shielded from the cancellation that stops us."""
         with anyio.CancelScope(shield=True):
-            await self.flush()
+            await self.flush(refusals=True)
             await self._export()
             if self.export is not None and self.export is not sys.stdout:
                 self.export.close()
 
     def _write(self, batch: list[AuditEntry]) -> list[AuditRecord]:
+        key = self._key
         with self.registry.write_connection() as connection:
-            return AuditStore(connection).append(self.instance, batch)
+            store = AuditStore(connection)
+            key = key or store.arguments_key()
+            keyed = [
+                e
+                if e.args_digest is None
+                else replace(e, args_digest=keyed_digest(key, e.args_digest))
+                for e in batch
+            ]
+            written = store.append(self.instance, keyed)
+        self._key = key  # committed: the key every navigator on this registry uses
+        return written
+
+    def _write_each(self, batch: list[AuditEntry]) -> tuple[list[AuditRecord], list[AuditEntry]]:
+        """A refused batch, one event a transaction: an event the registry refuses alone is
+        dropped and counted; at the first failure that is not about the event, the rest are
+        returned to be held."""
+        written: list[AuditRecord] = []
+        for index, entry in enumerate(batch):
+            try:
+                written += self._write([entry])
+            except Exception as error:
+                if not rejected(error):
+                    return written, batch[index:]
+                self.dropped_by["rejected"] += 1
+                logger.warning(
+                    "an audit event (%s) was refused by the registry and dropped: %s",
+                    storable(entry.action, 32),
+                    _root(error).__class__.__name__,
+                )
+        return written, []
 
     async def _in_registry(self, work: Callable[[AuditStore], T]) -> T:
         def read() -> T:
@@ -179,6 +267,13 @@ class AuditLog:
             return
         if gone:
             logger.info("pruned %d audit events past the retention", gone)
+
+
+def _root(error: BaseException) -> BaseException:
+    """The exception ``error`` was raised from first (the driver's), for its class name."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
 
 
 def _after(instance: str, seq: int, store: AuditStore) -> list[AuditRecord]:

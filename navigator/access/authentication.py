@@ -101,22 +101,25 @@ class Authenticator:
             raise GrantRowsUnusable()
         return Caller(principal, scopes, grants)
 
-    async def verify(self, token: str | None, *, route: str = "mcp") -> Caller:
+    async def verify(self, token: str | None, *, route: str = "/mcp", source: str = "") -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
         caller can have it checked again (``Caller.renew``)."""
-        caller = (await self.credential(token, route=route)).caller
-        return replace(caller, renew=functools.partial(self.verify, token, route=route))
+        caller = (await self.credential(token, route=route, source=source)).caller
+        renew = functools.partial(self.verify, token, route=route, source=source)
+        return replace(caller, renew=renew)
 
-    async def credential(self, token: str | None, *, route: str = "mcp") -> Credential:
+    async def credential(
+        self, token: str | None, *, route: str = "/mcp", source: str = ""
+    ) -> Credential:
         """``verify``'s caller, and what stands behind it: the stored token's hash, or the JWT's
-        expiry (what a console session is bound to). A refusal is an audit event of ``route``
-        naming the token by the first 12 digits of its hash, never by its value (ADR 0039)."""
+        expiry (what a console session is bound to). A refusal is counted on the aggregated
+        audit event of ``route``'s name and the ``source`` address, naming a token by the first
+        12 digits of its hash, never by its value (ADR 0039, ADR 0045)."""
         try:
             return await self._credential(token)
         except Unauthenticated:
             if self.audit is not None:
-                shown = "no token" if not token else f"token {hash_token(token)[:12]}"
-                self.audit.event("", "sign-in", f"{route} ({shown})", Unauthenticated.code)
+                self.audit.refused(route, source, hash_token(token)[:12] if token else None)
             raise
 
     async def _credential(self, token: str | None) -> Credential:
@@ -233,7 +236,10 @@ class AuthenticationMiddleware:
             return
         token = bearer(scope.get("headers", []))
         try:
-            caller = await self.authenticator.verify(token, route=scope["path"])
+            client = scope.get("client")
+            caller = await self.authenticator.verify(
+                token, route=scope["path"], source=str(client[0]) if client else ""
+            )
         except NavigatorError as error:
             await send_error(send, error)  # its challenge: ``navigator.access.oauth.Challenges``
             return

@@ -23,25 +23,34 @@ AUDIT_PARAMETERS = ("principal", "address", "action", "outcome", "since", "limit
 LIMIT_MOST = 1000
 LIMIT_DEFAULT = 100
 _SPAN = re.compile(r"^(\d{1,6})([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _TEXT_MOST = 256
+#: How far back ``since`` reaches at most: a span of 100 years, or a time from 1970 to 9998.
+SINCE_DAYS_MOST = 36_500
+_YEARS = range(1970, 9999)
+_SINCE = (
+    f"since is a span back from now of at most {SINCE_DAYS_MOST} days (90s, 30m, 1h, 7d, "
+    f"{SINCE_DAYS_MOST}d) or an ISO 8601 time from 1970 to 9998 with its offset "
+    "(2026-12-01T09:00:00+00:00)."
+)
 
 
 def _since(text: str) -> datetime:
-    """``1h``, ``30m``, ``7d``, ``90s`` ago, or an ISO 8601 time with its offset."""
+    """``1h``, ``30m``, ``7d``, ``90s`` ago, or an ISO 8601 time with its offset; out of the
+    accepted range (``_SINCE``) it is ``invalid_arguments`` naming the range."""
     span = _SPAN.match(text)
     if span is not None:
-        return utcnow() - timedelta(**{_UNITS[span.group(2)]: int(span.group(1))})
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
+        seconds = int(span.group(1)) * _UNIT_S[span.group(2)]
+        if seconds <= SINCE_DAYS_MOST * 86_400:
+            return utcnow() - timedelta(seconds=seconds)
         at = None
-    if at is None or at.tzinfo is None:
-        raise InvalidArguments(
-            "since is a span back from now (90s, 30m, 1h, 7d) or an ISO 8601 time with its "
-            "offset (2026-12-01T09:00:00+00:00).",
-            extra={"pointer": "/since"},
-        )
+    else:
+        try:
+            at = datetime.fromisoformat(text)
+        except ValueError:
+            at = None
+    if at is None or at.tzinfo is None or at.year not in _YEARS:
+        raise InvalidArguments(_SINCE, extra={"pointer": "/since"})
     return at
 
 

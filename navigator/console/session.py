@@ -153,13 +153,17 @@ async def _read_form(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items() if values}
 
 
-async def _open_session(found: Services, token: str, replacing: str | None) -> str:
+async def _open_session(
+    found: Services, token: str, replacing: str | None, source: str = ""
+) -> str:
     """A new session for the holder of ``token``, and its id, in place of the browser's session
     ``replacing`` (never reused: a new id at every sign-in); ``NavigatorError`` when the token
     is not accepted or the registry cannot be read or written."""
     session_id = secrets.token_urlsafe(32)
     try:
-        credential = await found.authenticator.credential(token, route="/console/sign-in")
+        credential = await found.authenticator.credential(
+            token, route="/console/sign-in", source=source
+        )
         now = utcnow()
 
         def open_session(session: Session) -> None:
@@ -198,7 +202,8 @@ async def sign_in(request: Request) -> Response:
         token = ""
     found = services(request)
     try:
-        session_id = await _open_session(found, token, _session_id(request))
+        source = request.client.host if request.client else ""
+        session_id = await _open_session(found, token, _session_id(request), source)
     except NavigatorError as error:
         message = (
             "That token was not accepted."

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import anyio
 from sqlalchemy import update
+from typer.testing import CliRunner
 
+from meshnav.cli import app
 from navigator.access.auditing import AuditLog, open_export
 from navigator.access.tokens import hash_token, mint_token
+from navigator.settings import NavigatorSettings
 from registry import Registry, RegistryError, migrate
 from registry.audit import AuditFilter, AuditRecord, AuditStore
 from registry.models import Machine
@@ -24,7 +27,7 @@ def _events(registry: Registry, **wanted: object) -> list[AuditRecord]:
 
 
 async def _settled(audit: AuditLog) -> None:
-    await audit.flush()
+    await audit.flush(refusals=True)
 
 
 async def test_a_refused_sign_in_is_recorded_on_every_route_without_its_token(
@@ -43,10 +46,10 @@ async def test_a_refused_sign_in_is_recorded_on_every_route_without_its_token(
     shown = hash_token(bad)[:12]
     assert targets == sorted(
         [
-            f"/api/v1/grants (token {shown})",
-            f"/mcp (token {hash_token('nope')[:12]})",
-            f"/console/sign-in (token {shown})",
-            "/api/v1/mesh (no token)",
+            f"/api/v1/grants from 127.0.0.1: token {shown}",
+            f"/mcp from 127.0.0.1: token {hash_token('nope')[:12]}",
+            f"/console/sign-in from 127.0.0.1: token {shown}",
+            "/api/v1/mesh from 127.0.0.1: no token",
         ]
     )
     assert {event.entry.outcome for event in events} == {"unauthenticated"}
@@ -133,7 +136,7 @@ async def test_the_audit_api_is_for_operators_and_names_a_bad_filter(tmp_path: P
                 assert body["error"] == "invalid_arguments" and body.get("pointer") == pointer
                 assert "yesterday" not in body["message"]
             await client.get("/api/v1/mesh", headers={"Authorization": "Bearer x"})
-            await console.services.audit.flush()
+            await console.services.audit.flush(refusals=True)
             first = (await client.get("/api/v1/audit", params={"limit": "1"}, headers=root)).json()
             assert len(first["events"]) == 1 and first["next"] is not None
             rest = await client.get(
@@ -143,3 +146,20 @@ async def test_the_audit_api_is_for_operators_and_names_a_bad_filter(tmp_path: P
             assert ids and max(ids) < first["events"][0]["id"]
             verified = (await client.get("/api/v1/audit/verify", headers=root)).json()
             assert verified["ok"] is True
+
+
+def test_the_writers_bounds_are_settings_with_flags() -> None:
+    """The batch interval (what a killed navigator loses at most), the queue and the refusals'
+    window and bound reach the navigator's settings from their flags (ADR 0045)."""
+    seen: dict[str, object] = {}
+
+    async def serve(given: dict[str, object], *, stdio: bool) -> None:
+        seen.update(given)
+
+    flags = ["--audit-flush", "0.25", "--audit-queue-max", "10"]
+    flags += ["--audit-refusal-window", "5", "--audit-refusals-per-minute", "7"]
+    result = CliRunner().invoke(app, ["navigator", "serve", *flags], obj=serve)
+    assert result.exit_code == 0, result.output
+    settings = NavigatorSettings(**seen)  # type: ignore[arg-type]
+    assert (settings.audit_flush_s, settings.audit_queue_max) == (0.25, 10)
+    assert (settings.audit_refusal_window_s, settings.audit_refusals_per_minute) == (5.0, 7)
