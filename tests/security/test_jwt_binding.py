@@ -27,7 +27,8 @@ from sqlalchemy import select, update
 
 from meshnav.logs import configure_logging
 from navigator.console.session import COOKIE
-from navigator.errors import Unauthenticated
+from navigator.errors import ToolNotGranted, Unauthenticated
+from navigator.walker.allowing import GrantChecks
 from registry import AccessStore, Conflict, Quota, Registry
 from registry.models import Machine, Principal, utcnow
 from tests.jwks_issuer import JwksIssuer, jwks_issuer
@@ -65,9 +66,9 @@ def _people(session: Any) -> None:
         .values(expires_at=utcnow() - timedelta(seconds=1))
     )
     store.add_principal("node1", scopes=["mesh:node"], token_hash="no" * 32)
-    store.grant("user", "web1/*/*", effect="allow", scopes=["mesh:use"])
+    store.grant("user", "db2/*/*", effect="allow", scopes=["mesh:use"])
     store.grant("user", "db1/*/*", effect="allow", scopes=["mesh:ops"])
-    store.grant("*", "web1/*/*", effect="allow", scopes=["mesh:use"])
+    store.grant("*", "db2/*/*", effect="allow", scopes=["mesh:use"])
 
 
 @asynccontextmanager
@@ -249,6 +250,23 @@ async def test_a_console_session_loses_what_the_row_loses(
         )
         after = await client.get("/console/grants")
     assert before.status_code == 200 and after.status_code == 403
+
+
+async def test_grants_read_again_after_a_wait_give_an_unregistered_subject_none(
+    tmp_path: Path, database_url: str, issuer: JwksIssuer
+) -> None:
+    """A call that waited on a person reads its grants again: by name, that read took the ``*``
+    row for a subject no principal stands behind."""
+    async with navigator(tmp_path, database_url, issuer) as console:
+        services = console.services
+        stranger = await services.authenticator.verify(
+            issuer.mint(AUDIENCE, "mallory", scope="mesh:use")
+        )
+        checks = GrantChecks(services.registry, services.catalog)
+        with pytest.raises(ToolNotGranted):
+            await checks.allowed(stranger, "db2/node/uptime", fresh=True)
+        user = await services.authenticator.verify(issuer.mint(AUDIENCE, "user", scope="mesh:use"))
+        assert (await checks.allowed(user, "db2/node/uptime", fresh=True)).machine == "db2"
 
 
 # --- MCP: scopes and quotas (items 1 and 8) --------------------------------------------------
