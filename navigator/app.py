@@ -218,7 +218,11 @@ def build_app(
     )
     _remember_host_origin(mcp_app)
     mcp_app.user_middleware.append(Middleware(PlainRefusals))
-    sessions = SessionBook(mcp_app, per_principal=settings.sessions_per_principal)
+    sessions = SessionBook(
+        mcp_app,
+        per_principal=settings.sessions_per_principal,
+        unregistered=settings.unregistered_sessions,
+    )
     stopping.sessions = sessions
 
     @contextlib.asynccontextmanager

@@ -114,6 +114,7 @@ class Services:
                 jwt_verifier(settings),
                 principal_claim=settings.jwt_principal_claim,
                 audit=decisions,
+                allow_untyped=settings.jwt_allow_untyped,
             ),
             audit=audit,
             limits=limits,

@@ -40,6 +40,10 @@ class NavigatorSettings(ListeningSettings):
     jwt_algorithm: str | None = None
     #: The claim naming a JWT's principal (ADR 0037).
     jwt_principal_claim: str = Field(default="sub", min_length=1)
+    #: Take JWTs whose header types them nothing in particular (no ``typ``, or ``JWT``), for an
+    #: authorization server that does not type its access tokens ``at+jwt`` (RFC 9068); off, such
+    #: a token (an ID token, say) is refused however well its audience matches (ADR 0044).
+    jwt_allow_untyped: bool = False
     #: The navigator's external base URL (``https://nav.example.com``): its MCP resource for OAuth
     #: is ``{public_url}/mcp``, the audience its JWTs must hold (ADR 0037). Without it, the listen
     #: address.
@@ -71,6 +75,8 @@ class NavigatorSettings(ListeningSettings):
     #: sharing a principal's token one each), and all principals together (the MCP SDK's
     #: default); ADR 0030.
     sessions_per_principal: int = Field(default=64, gt=0)
+    #: The sessions all JWT subjects no principal row stands behind hold together (ADR 0044).
+    unregistered_sessions: int = Field(default=64, gt=0)
     sessions_max: int = Field(default=10_000, gt=0)
     #: Calls sent to one node at once (more wait their turn, or are ``rate_limited``), and how
     #: many navigators share the registry: each holds its share of every limit (ADR 0041).

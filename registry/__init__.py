@@ -52,7 +52,7 @@ from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailab
 from registry.grant_reads import (
     read_grant_revision,
     read_snapshot,
-    read_subject_snapshot,
+    read_subject_holder,
     read_token_holder,
 )
 from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read_console_session
@@ -90,7 +90,7 @@ __all__ = [
     "read_grant_revision",
     "read_machine_records",
     "read_snapshot",
-    "read_subject_snapshot",
+    "read_subject_holder",
     "read_token_holder",
     "ready_revision",
     "shown_url",

@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from registry.access_records import (
+    NODE_SCOPE,
     UNLIMITED,
     GrantRecord,
     GrantSnapshot,
@@ -180,13 +181,18 @@ class AccessStore:
         """Bind a node principal to the machine it first registers; later machines conflict, and
         so do a machine another principal is bound to (revoked or not) and one an operator
         registered (``meshnav register``): a node for such a machine needs a principal made for it
-        (``principal add --machine``). A first registration only ever creates a machine.
+        (``principal add --machine``). A first registration only ever creates a machine. The
+        principal's own row must be active and hold ``mesh:node``, whatever the credential it came
+        with said (ADR 0044).
 
         Binding checks and then acts: two node principals binding one new machine at once (or one
         principal two machines) would both pass the checks before either committed. The check
         runs under the catalogue writers' lock, which the registration that follows holds anyway,
         with the principal read again under it."""
         row = self._principal(name)
+        status = principal_status(row.revoked_at is not None, row.expires_at, utcnow())
+        if status != "active" or NODE_SCOPE not in row.scopes:
+            raise Conflict("The principal may not speak for a node.")
         if row.machine is None:
             CatalogStore(self.session).hold_writers()
             self.session.refresh(row)

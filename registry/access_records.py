@@ -12,6 +12,7 @@ from typing import Any
 from registry.models import utcnow
 
 __all__ = [
+    "NODE_SCOPE",
     "UNLIMITED",
     "GrantRecord",
     "GrantSnapshot",
@@ -42,6 +43,10 @@ class Quota:
     def as_json(self) -> dict[str, int | None]:
         return {"ratePerMinute": self.rate_per_minute, "concurrency": self.concurrency}
 
+
+#: The scope a node's principal holds (SPEC §6): the only one the registry itself checks, when it
+#: binds a principal to a machine.
+NODE_SCOPE = "mesh:node"
 
 #: No limit: a principal made without a quota, and a caller no principal row stands behind.
 UNLIMITED = Quota()
@@ -114,6 +119,8 @@ class TokenHolder:
     revoked: bool
     grants: GrantSnapshot | None
     quota: Quota = UNLIMITED
+    #: ``False`` for a JWT's subject no principal has the name of (``read_subject_holder``).
+    registered: bool = True
 
     def is_active(self, now: datetime) -> bool:
         return principal_status(self.revoked, self.expires_at, now) == "active"

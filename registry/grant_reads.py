@@ -1,6 +1,7 @@
 """The grant reads every request makes, each one statement of the registry as it is now: a token's
-holder with the grant rows that may apply to it, the rows that apply to a principal (or a JWT's
-subject) with the grant revision, and the grant revision alone (ADR 0009, ADR 0016).
+holder with the grant rows that may apply to it, a JWT subject's principal (if any) with the same
+(ADR 0044), the rows that apply to a principal with the grant revision, and the grant revision
+alone (ADR 0009, ADR 0016).
 
 Statements are built once: their construction costs more than SQLite's answer, and SQLAlchemy
 caches their compiled form (on SQLite, ``registry.reads`` runs them on one held connection).
@@ -18,7 +19,6 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
-    exists,
     literal_column,
     or_,
     select,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "read_grant_revision",
     "read_snapshot",
-    "read_subject_snapshot",
+    "read_subject_holder",
     "read_token_holder",
     "snapshot_in",
 ]
@@ -115,27 +115,23 @@ def _rows_applying(
 
 
 _SNAPSHOT = _rows_applying()
-#: ``_SNAPSHOT`` for a subject an authorization server signed in: its rows apply only while a
-#: principal of its name is registered and not revoked; else none does, not even a ``*`` row
-#: (default deny, ADR 0037).
-_SUBJECT = _rows_applying(
-    exists().where(Principal.name == bindparam("principal"), Principal.revoked_at.is_(None))
-)
 
+
+_HOLDER_COLUMNS = (
+    Principal.name,
+    Principal.scopes,
+    Principal.expires_at,
+    Principal.revoked_at,
+    Principal.rate_per_minute,
+    Principal.concurrency,
+    *_GRANT_COLUMNS,
+)
 
 #: Every authenticated request's read: the token's principal, the grant revision and the rows naming
 #: that principal or ``*``, in one statement (so one snapshot on every backend, and one round of
 #: statement overhead instead of two). The principal's columns repeat on each grant row.
 _TOKEN_HOLDER = (
-    select(
-        Principal.name,
-        Principal.scopes,
-        Principal.expires_at,
-        Principal.revoked_at,
-        Principal.rate_per_minute,
-        Principal.concurrency,
-        *_GRANT_COLUMNS,
-    )
+    select(*_HOLDER_COLUMNS)
     .select_from(Principal)
     .outerjoin(Revision, Revision.name == "grants")
     .outerjoin(
@@ -146,6 +142,28 @@ _TOKEN_HOLDER = (
         ),
     )
     .where(Principal.token_hash == bindparam("token_hash"))
+    .order_by(Grant.id)
+    .limit(bindparam("limit"))
+)
+
+
+#: ``_TOKEN_HOLDER`` for a JWT's subject (ADR 0044): the principal of that name, if any, read with
+#: the grant revision and the rows for the scopes the token carries. No row applies, not even a
+#: ``*`` row, when no principal has the name: the grant revision's row stands alone then.
+_SUBJECT_HOLDER = (
+    select(*_HOLDER_COLUMNS)
+    .select_from(Revision)
+    .outerjoin(Principal, Principal.name == bindparam("principal"))
+    .outerjoin(
+        Grant,
+        and_(
+            Principal.name.is_not(None),
+            or_(Grant.principal == Principal.name, Grant.principal == literal_column("'*'")),
+            _ScopesHeld(Grant.scopes, Principal.scopes),
+            _ScopesHeld(Grant.scopes, bindparam("scopes", type_=String)),
+        ),
+    )
+    .where(Revision.name == "grants")
     .order_by(Grant.id)
     .limit(bindparam("limit"))
 )
@@ -191,12 +209,17 @@ def read_snapshot(
     return _snapshot(registry.rows(_SNAPSHOT, _snapshot_params(principal, scopes, limit)), limit)
 
 
-def read_subject_snapshot(
+def read_subject_holder(
     registry: Registry, principal: str, scopes: Iterable[str], *, limit: int
-) -> GrantSnapshot | None:
-    """``read_snapshot`` for a JWT's subject: no row applies unless a principal of that name is
-    registered and not revoked."""
-    return _snapshot(registry.rows(_SUBJECT, _snapshot_params(principal, scopes, limit)), limit)
+) -> TokenHolder | None:
+    """The principal a JWT's subject names and the grant rows that may apply to it, for the
+    token's ``scopes``, in one statement: a holder that is not ``registered`` (no scopes, no
+    rows) when no principal has that name. ``None`` when the grant revision is missing."""
+    rows = registry.rows(_SUBJECT_HOLDER, _snapshot_params(principal, scopes, limit))
+    if not rows or rows[0][0] is not None:
+        return _token_holder(rows, limit)
+    grants = GrantSnapshot(revision=int(rows[0][6]), rows=())
+    return TokenHolder(principal, (), None, False, grants, registered=False)
 
 
 def read_grant_revision(registry: Registry) -> int:

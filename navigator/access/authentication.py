@@ -23,11 +23,11 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 
 from navigator.access.auditing import AuditLog
+from navigator.access.binding import bind, bind_subject, expiry, is_access_token, subject_of
 from navigator.access.grants import Caller
 from navigator.access.tokens import TOKEN_PREFIX, hash_token
 from navigator.catalog.registry_reads import short_read
 from navigator.errors import (
-    GrantRowsUnusable,
     NavigatorError,
     Unauthenticated,
     error_body,
@@ -39,7 +39,7 @@ from registry import (
     Registry,
     RegistryError,
     RegistryUnavailable,
-    read_subject_snapshot,
+    read_subject_holder,
     read_token_holder,
 )
 
@@ -63,7 +63,7 @@ class Authenticator:
 
     Stored tokens (``mnv_…``) are looked up by hash; anything else is tried as a JWT when the
     deployment configured a verifier (issuer, audience, JWKS or key), its ``sub`` naming the
-    principal and its scopes the caller's scopes.
+    principal, whose row decides what it may do (``navigator.access.binding``, ADR 0044).
     """
 
     def __init__(
@@ -73,11 +73,14 @@ class Authenticator:
         principal_claim: str = "sub",
         *,
         audit: AuditLog | None = None,
+        allow_untyped: bool = False,
     ) -> None:
         self.registry = registry
         self.jwt = jwt
         self.principal_claim = principal_claim
         self.audit = audit
+        #: Take JWTs whose header types them nothing in particular (``MESHNAV_JWT_ALLOW_UNTYPED``).
+        self.allow_untyped = allow_untyped
 
     def authenticate(self, token: str | None) -> Caller:
         """A stored token's principal and its grants, read in one transaction (blocking)."""
@@ -89,17 +92,14 @@ class Authenticator:
         """The principal holding the stored token of ``token_hash`` now, active, with its grants
         (blocking)."""
         holder = read_token_holder(self.registry, token_hash, limit=LIMITS.grant_rows)
-        if holder is None or not holder.is_active(datetime.now(UTC)):
-            raise Unauthenticated()
-        return Caller(holder.name, frozenset(holder.scopes), holder.grants, quota=holder.quota)
+        return bind(holder, datetime.now(UTC))
 
     def subject(self, principal: str, scopes: frozenset[str]) -> Caller:
-        """A JWT's subject with its grants, read now (blocking): none apply, not even a ``*``
-        row's, unless a principal of that name is registered and not revoked (ADR 0037)."""
-        grants = read_subject_snapshot(self.registry, principal, scopes, limit=LIMITS.grant_rows)
-        if grants is None:  # more rows than a snapshot holds: fail closed, as for stored tokens
-            raise GrantRowsUnusable()
-        return Caller(principal, scopes, grants)
+        """A JWT's subject as its principal row makes it now, with its grants (blocking): the
+        token's ``scopes`` within the row's; none of a revoked or expired principal; at most
+        ``mesh:use`` and no grant, not even a ``*`` row's, without a row (ADR 0044)."""
+        holder = read_subject_holder(self.registry, principal, scopes, limit=LIMITS.grant_rows)
+        return bind_subject(holder, scopes)
 
     async def verify(self, token: str | None, *, route: str = "/mcp", source: str = "") -> Caller:
         """Any accepted credential: a stored token, or a JWT when a verifier is configured. The
@@ -124,13 +124,16 @@ class Authenticator:
 
     async def _credential(self, token: str | None) -> Credential:
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
-            access = await self.jwt.verify_token(token)
-            subject = None if access is None else (access.claims or {}).get(self.principal_claim)
-            if access is None or not isinstance(subject, str) or not subject:
+            if not is_access_token(token, allow_untyped=self.allow_untyped):
                 raise Unauthenticated()
-            if access.expires_at is None:  # a credential that never expires is not accepted
+            try:
+                access = await self.jwt.verify_token(token)
+            except (OverflowError, ValueError, TypeError):  # an ``exp`` of Infinity, and the like
+                raise Unauthenticated() from None
+            if access is None:
                 raise Unauthenticated()
-            expires_at = datetime.fromtimestamp(access.expires_at, UTC)
+            subject = subject_of(access.claims, self.principal_claim)
+            expires_at = expiry(access.expires_at)  # one that never expires is not accepted
             scopes = frozenset(access.scopes)
             caller = await short_read(self.registry, self.subject, subject, scopes)
             return Credential(caller, expires_at=expires_at)

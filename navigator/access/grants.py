@@ -43,8 +43,12 @@ class Caller:
     scopes: frozenset[str]
     grants: GrantSnapshot | None = field(default=None, compare=False, repr=False)
     renew: Callable[[], Awaitable[Caller]] | None = field(default=None, compare=False, repr=False)
-    #: Its principal's quota, read with its token (ADR 0041); a JWT's subject has none.
+    #: Its principal's quota, read with its credential, a stored token or a JWT (ADRs 0041,
+    #: 0044); a subject no principal row stands behind has none.
     quota: Quota = field(default=UNLIMITED, compare=False, repr=False)
+    #: ``False`` for a JWT's subject no principal row stands behind: it holds no grant, and all
+    #: such subjects share one session budget (ADR 0044).
+    registered: bool = field(default=True, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from registry.access_records import NODE_SCOPE
+
 __all__ = ["ADMIN_SCOPE", "NODE_SCOPE", "TOKEN_PREFIX", "hash_token", "mint_token"]
 
 ADMIN_SCOPE = "mesh:admin"
-NODE_SCOPE = "mesh:node"
 TOKEN_PREFIX = "mnv_"  # noqa: S105 - a token's visible prefix, not a secret
 
 

@@ -50,9 +50,13 @@ async def _listen(url: str, woken: list[anyio.Event]) -> None:
     delay = 0.2
     while True:
         try:
-            async with await psycopg.AsyncConnection.connect(
-                url, autocommit=True, connect_timeout=5, **KEEPALIVES
-            ) as conn:
+            # a connection cancelled half made (the navigator stopping as it starts) was left
+            # open for the collector to find: made whole first, within its timeout, then closed
+            with anyio.CancelScope(shield=True):
+                made = await psycopg.AsyncConnection.connect(
+                    url, autocommit=True, connect_timeout=5, **KEEPALIVES
+                )
+            async with made as conn:
                 await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 delay = 0.2
                 woken[0].set()  # (re)connected: whatever was missed is in the log

@@ -83,7 +83,8 @@ async def _viewer(found: Services, session_id: str | None, *, page: bool) -> Cal
         if record is None or not record.is_live(now, _rules(found)):
             raise Unauthenticated()
         authenticator = found.authenticator
-        if record.token_hash is None:  # a JWT's: its scopes as it signed in, within its expiry
+        if record.token_hash is None:  # a JWT's: its scopes as it signed in, within its expiry,
+            # bound to its principal's row as it is now (the operator flag is the row's)
             scopes = frozenset(record.scopes)
             caller = await short_read(registry, authenticator.subject, record.principal, scopes)
         else:

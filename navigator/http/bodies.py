@@ -5,12 +5,12 @@ shares (this module loads neither the server nor FastMCP)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
+from mesh.text import is_printable
 from navigator.errors import InvalidArguments
 from navigator.http.numbers import whole_number
 
@@ -61,12 +61,3 @@ def parse_body(model: type[B], data: Any) -> B:
         raise InvalidArguments(
             f"The request body is not valid ({kind}).", extra={"pointer": pointer.rstrip("/") or ""}
         ) from None
-
-
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
-
-
-def is_printable(text: str) -> bool:
-    """No control character and no lone surrogate: text every registry stores and every answer
-    can be written in (PostgreSQL refuses a NUL, and reported it as an outage)."""
-    return not _UNPRINTABLE.search(text)

@@ -8,6 +8,9 @@ behind authentication:
 - a principal holds at most ``per_principal`` sessions; one that opens another at its cap has its
   own session idle longest closed first (none of another principal's), and is refused
   ``rate_limited`` only when every session it holds is answering a request;
+- JWT subjects no principal row stands behind hold ``unregistered`` sessions all together, as if
+  they were one principal (ADR 0044): a thousand names an authorization server signs in cannot
+  fill the SDK's cap that registered principals' sessions need;
 - it counts the requests in flight on ``/mcp`` (both eras), which the navigator's drain waits on,
   and closes sessions — the idle ones, or all — when it stops (``navigator.mcp.stopping``).
 
@@ -36,6 +39,8 @@ __all__ = ["SessionBook"]
 
 _SESSION_HEADER = MCP_SESSION_ID_HEADER.lower().encode("latin-1")
 _VERSION_HEADER = b"mcp-protocol-version"
+#: The one holder of every unregistered subject's sessions: a name no principal can have.
+_UNREGISTERED = ""
 _ALL_BUSY = (
     "This principal holds as many MCP sessions as it may, each answering a request: end one "
     "(DELETE it) or wait for one to finish, then open another."
@@ -50,9 +55,12 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 class SessionBook:
-    def __init__(self, app: ASGIApp, *, per_principal: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, per_principal: int, unregistered: int | None = None
+    ) -> None:
         self.app = app
         self.per_principal = per_principal
+        self.unregistered = per_principal if unregistered is None else unregistered
         #: The SDK's session manager, known once the MCP app's lifespan has made it.
         self.manager: StreamableHTTPSessionManager | None = None
         self._owner: dict[str, str] = {}
@@ -99,12 +107,13 @@ class SessionBook:
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            principal = caller_from_scope(scope).principal
+            caller = caller_from_scope(scope)
         except NavigatorError:  # not authenticated: the MCP app answers as it does
             await self.app(scope, receive, send)
             return
+        principal = caller.principal if caller.registered else _UNREGISTERED
         held = self._live(principal)
-        if len(held) >= self.per_principal:
+        if len(held) >= (self.per_principal if caller.registered else self.unregistered):
             idle = next((s for s in held if not self._busy[s]), None)
             if idle is None:
                 await send_error(send, RateLimited(_ALL_BUSY, retry_after_s=1))

@@ -22,7 +22,7 @@ from navigator.errors import InvalidAddress, NavigatorError, ToolNotGranted, Unk
 from navigator.limits import LIMITS
 from navigator.walker.nearby import holders_of, nearby
 from navigator.walker.trail import Seen
-from registry import Registry, read_grant_revision, read_snapshot
+from registry import GrantSnapshot, Registry, read_grant_revision, read_snapshot
 
 __all__ = ["GrantChecks"]
 
@@ -124,6 +124,9 @@ class GrantChecks:
         return error
 
     def _read_permissions(self, caller: Caller) -> Permissions:
+        if not caller.registered:  # a JWT's subject no principal stands behind: no row, ever
+            revision = read_grant_revision(self.registry)
+            return compile_permissions(caller, GrantSnapshot(revision=revision, rows=()))
         snapshot = read_snapshot(
             self.registry, caller.principal, caller.scopes, limit=LIMITS.grant_rows
         )

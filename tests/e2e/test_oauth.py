@@ -87,7 +87,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         try:
             # an OAuth client's id is its ``sub``; a person's, the login they signed in with
             for principal in ("agent", "short", "bare", "alice"):
-                mesh.principal(principal)
+                mesh.principal(principal, scopes=[SCOPE])  # what a token of it may use
                 mesh.grant(principal, "*/*/*", scopes=(SCOPE,))
             mesh.grant("*", "*/*/*", scopes=(SCOPE,))  # "stranger" has no principal row
             mesh.start_navigator(port)

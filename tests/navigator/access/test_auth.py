@@ -35,7 +35,7 @@ def registry(tmp_path: Path) -> Registry:
 
 
 def _jwt(**claims: object) -> str:
-    header = {"alg": "HS256"}
+    header = {"alg": "HS256", "typ": "at+jwt"}
     body = {"iss": "https://idp.example", "aud": "meshnav", "exp": int(time.time()) + 60, **claims}
     return jwt.encode(header, body, OctKey.import_key(SECRET))
 
@@ -77,12 +77,18 @@ async def test_bad_stored_tokens_are_refused_alike(registry: Registry, state: st
 
 
 async def test_a_jwt_names_the_principal_by_its_subject(registry: Registry) -> None:
+    with registry.transaction() as session:
+        AccessStore(session).add_principal(
+            "carol", scopes=["ops", "read"], token_hash=hash_token(mint_token())
+        )
     caller = await _authenticator(registry).verify(_jwt(sub="carol", scope="ops read"))
     assert caller.principal == "carol"
     assert caller.scopes == {"ops", "read"}
-    # its grants read with the request, as a stored token's are: carol is not registered, so
-    # none apply (ADR 0037)
-    assert caller.grants is not None and caller.grants.rows == ()
+    # its grants read with the request, as a stored token's are: dave is not registered, so
+    # none apply, and of its scopes it holds mesh:use at most (ADR 0044)
+    dave = await _authenticator(registry).verify(_jwt(sub="dave", scope="ops mesh:use"))
+    assert dave.scopes == {"mesh:use"} and not dave.registered
+    assert dave.grants is not None and dave.grants.rows == ()
 
 
 @pytest.mark.parametrize(
@@ -102,7 +108,7 @@ async def test_a_jwt_with_wrong_claims_is_refused(
 
 
 async def test_a_jwt_that_never_expires_is_refused(registry: Registry) -> None:
-    header = {"alg": "HS256"}
+    header = {"alg": "HS256", "typ": "at+jwt"}
     body = {"iss": "https://idp.example", "aud": "meshnav", "sub": "carol"}  # no exp
     forever = jwt.encode(header, body, OctKey.import_key(SECRET))
     with pytest.raises(Unauthenticated):
@@ -142,6 +148,10 @@ async def test_the_console_takes_the_jwt_the_admin_api_takes(tmp_path: Path) -> 
     app = build_app(settings)
     token = _jwt(sub="carol", scope="mesh:admin")
     async with app.router.lifespan_context(app):
+        with app.state.meshnav.registry.transaction() as session:
+            AccessStore(session).add_principal(
+                "carol", scopes=["mesh:admin"], token_hash=hash_token(mint_token())
+            )
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             api = await client.get("/api/v1/mesh", headers={"authorization": f"Bearer {token}"})

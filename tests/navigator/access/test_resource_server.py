@@ -19,7 +19,7 @@ from navigator.access.tokens import hash_token, mint_token
 from navigator.app import build_app
 from navigator.errors import Unauthenticated
 from navigator.settings import NavigatorSettings
-from registry import AccessStore, Registry, migrate, read_snapshot, read_subject_snapshot
+from registry import AccessStore, Registry, migrate, read_snapshot, read_subject_holder
 
 SECRET = "a-shared-secret-of-sufficient-length-for-hs256"
 ISSUER = "https://idp.example"
@@ -43,7 +43,7 @@ def _settings(tmp_path: Path, **overrides: object) -> NavigatorSettings:
 
 def _jwt(**claims: object) -> str:
     body = {"iss": ISSUER, "aud": RESOURCE, "exp": int(time.time()) + 60, "sub": "carol", **claims}
-    return jwt.encode({"alg": "HS256"}, body, OctKey.import_key(SECRET))
+    return jwt.encode({"alg": "HS256", "typ": "at+jwt"}, body, OctKey.import_key(SECRET))
 
 
 @contextlib.asynccontextmanager
@@ -150,28 +150,30 @@ async def test_the_principal_claim_is_configurable(tmp_path: Path) -> None:
 
 async def test_a_subject_the_registry_does_not_know_holds_no_grant(tmp_path: Path) -> None:
     """Not even a ``*`` row's: signing in at the authorization server is not being let in. A
-    revoked principal's subject holds none either; a registered one holds its rows."""
+    revoked principal's subject is refused (ADR 0044); a registered one holds its rows."""
     settings = _settings(tmp_path)
     migrate(settings.database_url)
     registry = Registry(settings.database_url)
     with registry.transaction() as session:
         store = AccessStore(session)
         store.grant("*", "*/*/*", effect="allow", scopes=["mesh:use"])
-        store.add_principal("carol", scopes=[], token_hash=hash_token(mint_token()))
-        store.add_principal("erin", scopes=[], token_hash=hash_token(mint_token()))
+        store.add_principal("carol", scopes=["mesh:use"], token_hash=hash_token(mint_token()))
+        store.add_principal("erin", scopes=["mesh:use"], token_hash=hash_token(mint_token()))
         store.revoke_principal("erin")
     authenticator = Authenticator(registry, jwt_verifier(settings))
     callers = {
         who: await authenticator.verify(_jwt(sub=who, scope="mesh:use"))
-        for who in ("carol", "mallory", "erin")
+        for who in ("carol", "mallory")
     }
+    with pytest.raises(Unauthenticated):
+        await authenticator.verify(_jwt(sub="erin", scope="mesh:use"))
     grants = {who: caller.grants for who, caller in callers.items()}
     assert grants["carol"] is not None and [r.target for r in grants["carol"].rows] == ["*/*/*"]
     assert grants["mallory"] is not None and grants["mallory"].rows == ()
-    assert grants["erin"] is not None and grants["erin"].rows == ()
     assert grants["mallory"].revision == grants["carol"].revision
     # the registry read itself, beside the one every stored token's and stdio caller's takes
-    assert read_subject_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["mallory"]
+    subject = read_subject_holder(registry, "mallory", ["mesh:use"], limit=100)
+    assert subject is not None and subject.grants == grants["mallory"] and not subject.registered
     assert read_snapshot(registry, "mallory", ["mesh:use"], limit=100) == grants["carol"]
 
 
