@@ -67,12 +67,14 @@ from mesh.modules.postgres_catalog import (
     read_description,
 )
 from mesh.modules.postgres_errors import tool_error
+from mesh.modules.postgres_functions import StatementRefused
 from mesh.modules.postgres_role import (
     PRIVILEGED_CALL,
     PRIVILEGED_ROLE,
     check_role_at_start,
     warn_privileged,
 )
+from mesh.modules.postgres_statement import statement
 from mesh.modules.postgres_values import LOADERS, cell
 from mesh.modules.turns import NODE_TURNS, Turns
 
@@ -85,6 +87,7 @@ CANCEL_S = 2.0  # how long a cancel request to the server may take, past the dea
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
 _CURSOR = "meshnav_query"
+_DECLARE = f'DECLARE "{_CURSOR}" CURSOR FOR '  # what psycopg's server-side cursor sends first
 FETCH_ROWS = 50  # the most rows one FETCH asks the server-side cursor for
 _BUSY = (
     "this machine's PostgreSQL reads are all busy (at most {per_caller} of one caller at once);"
@@ -238,10 +241,18 @@ def build_postgres_module(
     ) -> QueryResult:
         """Run one read-only SELECT (or WITH ... SELECT, VALUES, TABLE) on a PostgreSQL
         database of this machine; returns its columns and up to max_rows rows."""
-        async with read_only(database, params) as conn, conn.cursor(name=_CURSOR) as cursor:
+        try:
+            text, values = await anyio.to_thread.run_sync(statement, _DECLARE, sql, params)
+        except StatementRefused as refused:
+            raise ToolError(str(refused)) from None
+        async with (
+            read_only(database, params) as conn,
+            psycopg.AsyncRawServerCursor(conn, _CURSOR) as cursor,
+        ):
             deadline = anyio.current_time() + statement_timeout_s
-            # The caller's SQL is meant to run: the transaction around it is read-only.
-            await cursor.execute(sql, params)
+            # The caller's SQL is meant to run: the transaction around it is read-only, and its
+            # statement calls none of the functions that act outside it (postgres_functions).
+            await cursor.execute(text, values)
             columns = [column.name for column in cursor.description or ()]
             rows: list[list[JsonValue]] = []
             budget = RowBudget()

@@ -393,17 +393,26 @@ async def test_a_query_cannot_lift_its_own_timeout_for_later_rows(
 ) -> None:
     """A review: the timeout was set once for the transaction and rows came from several
     FETCHes, so SQL that set statement_timeout to 0 slept an hour on row 61, past the
-    client's deadline, holding its locks and snapshot."""
+    client's deadline, holding its locks and snapshot. ``query`` now refuses ``set_config``
+    (ADR 0047), but a view of the database's owner may still call it."""
+    lifted = "SELECT set_config('statement_timeout', '0', true) AS lifted"
+    postgres_server.execute(f"CREATE VIEW lifts_timeout AS {lifted}", database="shop")
+    postgres_server.execute(f"GRANT SELECT ON lifts_timeout TO {READER}", database="shop")
     sql = (
-        "SELECT g, set_config('statement_timeout', '0', true),"
-        " pg_sleep(CASE WHEN g > 60 THEN 3600 ELSE 0 END) FROM generate_series(1, 100) g"
+        "SELECT g, lifted, pg_sleep(CASE WHEN g > 60 THEN 3600 ELSE 0 END)"
+        " FROM generate_series(1, 100) g, lifts_timeout"
     )
     started = time.monotonic()
-    async with Client(build_postgres_module(reader, statement_timeout_s=1)) as client:
-        text = await refused(client, "query", sql=sql, max_rows=100)
+    try:
+        async with Client(build_postgres_module(reader, statement_timeout_s=1)) as client:
+            text = await refused(client, "query", sql=sql, max_rows=100)
+            named = await refused(client, "query", sql=lifted)
+    finally:
+        postgres_server.execute("DROP VIEW lifts_timeout", database="shop")
     assert "statement timeout" in text
     assert time.monotonic() - started < 5
     assert backends_left(postgres_server, READER) == []
+    assert "may not call set_config" in named
 
 
 async def test_a_query_past_the_clients_deadline_is_cancelled_on_the_server(
@@ -449,9 +458,11 @@ async def test_errors_pass_on_postgresqls_message_about_the_statement(
 
 
 async def test_a_message_naming_a_file_of_the_server_names_no_path(client: Client[Any]) -> None:
+    """Even for a role allowed to read the server's files, ``query`` no longer calls
+    ``pg_read_file`` (ADR 0047); its refusal names no path either."""
     text = await refused(client, "query", sql="SELECT pg_read_file('/nonexistent/dir/secret.conf')")
     assert "/nonexistent" not in text and "secret.conf" not in text
-    assert "<path>" in text
+    assert "may not call pg_read_file" in text
 
 
 async def test_connection_errors_never_repeat_the_dsn() -> None:
