@@ -25,7 +25,8 @@ from tests.postgres_server import PostgresServer
 pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 
 DATABASE = "fn_checks"
-PRISTINE = "fn_pristine"  # made from template0: PUBLIC's default grants
+PRISTINE = "fn_pristine"  # made from template0: PUBLIC's default grants, until a test revokes
+DEFAULTS = "fn_defaults"  # made from template0 and left so: PostgreSQL would run the calls
 ROLES = ["fn_reader", "fn_granted", "fn_member", "fn_files"]
 MARKER = "zq_marker_5521"
 
@@ -35,14 +36,15 @@ def dsns(postgres_server: PostgresServer) -> Iterator[dict[str, str]]:
     """A DSN to ``fn_checks`` (made from template1, revoked as an operator does) for each
     role; ``fn_files`` is a group that ``fn_member`` belongs to."""
     postgres_server.create_database(DATABASE)
-    postgres_server.execute(f"CREATE DATABASE {PRISTINE} TEMPLATE template0")
+    for database in (PRISTINE, DEFAULTS):
+        postgres_server.execute(f"CREATE DATABASE {database} TEMPLATE template0")
     for name in ROLES:
         postgres_server.execute(f"CREATE ROLE {name} LOGIN")
     postgres_server.execute("GRANT fn_files TO fn_member")
     try:
         yield {name: postgres_server.dsn(DATABASE, user=name) for name in ROLES}
     finally:
-        for database in (DATABASE, PRISTINE):
+        for database in (DATABASE, PRISTINE, DEFAULTS):
             postgres_server.execute(f"DROP DATABASE {database} WITH (FORCE)")
         for name in ROLES:
             postgres_server.execute(f"DROP ROLE {name}")
@@ -50,6 +52,13 @@ def dsns(postgres_server: PostgresServer) -> Iterator[dict[str, str]]:
 
 async def query(client: Client[Any], sql: str, **args: Any) -> Any:
     return await client.call_tool("query", {"sql": sql, **args}, raise_on_error=False)
+
+
+def serving_anyway(server: PostgresServer) -> Any:
+    """A module on a role that PUBLIC's defaults let end its own role's sessions, served with
+    ``--allow-privileged-role``: only ``query``'s own refusal stands between the calls."""
+    dsn = server.dsn(DEFAULTS, user="fn_reader")
+    return build_postgres_module(dsn, statement_timeout_s=5, allow_privileged_role=True)
 
 
 def alive(conn: psycopg.Connection[Any]) -> bool:
@@ -60,10 +69,17 @@ def alive(conn: psycopg.Connection[Any]) -> bool:
     return True
 
 
-async def test_one_caller_cannot_end_anothers_query(dsns: dict[str, str]) -> None:
+@pytest.mark.parametrize("served", ["revoked", "anyway"])
+async def test_one_caller_cannot_end_anothers_query(
+    postgres_server: PostgresServer, dsns: dict[str, str], served: str
+) -> None:
     """Two callers of one module: the second finds the first's backend and tries to end it;
-    it is refused, and the first's query runs to its end."""
-    module = build_postgres_module(dsns["fn_reader"], statement_timeout_s=5)
+    it is refused, and the first's query runs to its end — on a role the operator made
+    ready, and on one PostgreSQL itself would let do it."""
+    if served == "revoked":
+        module = build_postgres_module(dsns["fn_reader"], statement_timeout_s=5)
+    else:
+        module = serving_anyway(postgres_server)
     finished: list[Any] = []
     find = (
         "SELECT pid FROM pg_stat_activity WHERE usename = current_user"
@@ -117,12 +133,14 @@ DISGUISES = [
 
 
 @pytest.mark.parametrize("disguise", DISGUISES)
-async def test_each_disguise_of_the_call_is_refused(dsns: dict[str, str], disguise: str) -> None:
+async def test_each_disguise_of_the_call_is_refused(
+    postgres_server: PostgresServer, dsns: dict[str, str], disguise: str
+) -> None:
     """Each form PostgreSQL reads as a call (or runs as SQL given as text) is refused, the
     other session lives on, and the answer names what is not allowed, never the query."""
-    with psycopg.connect(dsns["fn_reader"], autocommit=True) as other:
+    with psycopg.connect(postgres_server.dsn(DEFAULTS, user="fn_reader"), autocommit=True) as other:
         pid = other.info.backend_pid
-        async with Client(build_postgres_module(dsns["fn_reader"])) as client:
+        async with Client(serving_anyway(postgres_server)) as client:
             answer = await query(client, disguise.format(pid=pid) + f" /* {MARKER} */")
         assert alive(other)
     text = str(answer.content)
@@ -131,10 +149,12 @@ async def test_each_disguise_of_the_call_is_refused(dsns: dict[str, str], disgui
     assert "may not call" in text or "one statement per call" in text
 
 
-async def test_a_parameter_cannot_disguise_the_call(dsns: dict[str, str]) -> None:
-    with psycopg.connect(dsns["fn_reader"], autocommit=True) as other:
+async def test_a_parameter_cannot_disguise_the_call(
+    postgres_server: PostgresServer, dsns: dict[str, str]
+) -> None:
+    with psycopg.connect(postgres_server.dsn(DEFAULTS, user="fn_reader"), autocommit=True) as other:
         pid = other.info.backend_pid
-        async with Client(build_postgres_module(dsns["fn_reader"])) as client:
+        async with Client(serving_anyway(postgres_server)) as client:
             listed = await query(client, "SELECT pg_terminate_backend(%s)", params=[pid])
             named = await query(client, "SELECT pg_cancel_backend(%(p)s)", params={"p": pid})
             percent = await query(client, "SELECT 7 %% 4, %s", params=[MARKER])
@@ -163,9 +183,7 @@ async def test_a_parameter_cannot_disguise_the_call(dsns: dict[str, str]) -> Non
         ("SELECT pg_logical_emit_message(false, 'a', 'b')", "pg_logical_emit_message"),
     ],
 )
-async def test_each_family_is_refused_by_name(
-    dsns: dict[str, str], sql: str, name: str
-) -> None:
+async def test_each_family_is_refused_by_name(dsns: dict[str, str], sql: str, name: str) -> None:
     async with Client(build_postgres_module(dsns["fn_reader"])) as client:
         answer = await query(client, f"{sql} /* {MARKER} */")
     assert answer.is_error
@@ -175,7 +193,9 @@ async def test_each_family_is_refused_by_name(
 
 async def test_pg_sleep_and_ordinary_functions_still_run(dsns: dict[str, str]) -> None:
     async with Client(build_postgres_module(dsns["fn_reader"])) as client:
-        answer = await query(client, "SELECT pg_sleep(0.01), upper('a'), current_setting('TimeZone')")
+        answer = await query(
+            client, "SELECT pg_sleep(0.01), upper('a'), current_setting('TimeZone')"
+        )
     assert not answer.is_error, answer.content
 
 
