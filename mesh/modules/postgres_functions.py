@@ -23,10 +23,10 @@ f(x)`` or in the field notation ``(x).f``, which PostgreSQL also reads as a call
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
-from pglast import ast, parse_sql
-from pglast.parser import ParseError
+from pglast.parser import ParseError, parse_sql_json
 
 from mesh.modules.answers import database_message
 
@@ -99,6 +99,7 @@ _NOT_ALLOWED = (
     " connect elsewhere or run SQL given as text (ADR 0047)"
 )
 _ONE_STATEMENT = "send one statement per call"
+_TOO_DEEP = "the statement nests too deeply: write it with fewer nested expressions"
 _UNPARSED = (
     "PostgreSQL could not parse the statement: query takes one SELECT, WITH, VALUES or TABLE"
     " statement"
@@ -122,16 +123,21 @@ def refused_name(name: str) -> bool:
 
 def check_statement(sql: str) -> None:
     """Raise ``StatementRefused`` unless ``sql`` — the whole text sent to the server — is one
-    statement that names none of the refused functions, as PostgreSQL's own parser reads it."""
+    statement that names none of the refused functions, as PostgreSQL's own parser reads it.
+
+    The tree comes as libpg_query's JSON (its own output bounds its stack), decoded by Python's
+    decoder (which bounds its own), and is walked without recursion: a deeply nested statement
+    is refused, never a crash of the node (pglast's tree of objects has no such bound)."""
     try:
-        statements = parse_sql(sql)
+        tree = json.loads(parse_sql_json(sql))
     except ParseError as exc:  # PostgreSQL's own words, about the caller's statement
         said = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
         raise StatementRefused(
             f"{_UNPARSED} (PostgreSQL: {database_message(said)})" if said else _UNPARSED
         ) from None
-    except (RecursionError, ValueError):
-        raise StatementRefused(_UNPARSED) from None
+    except RecursionError:
+        raise StatementRefused(_TOO_DEEP) from None
+    statements = tree.get("stmts") or [] if isinstance(tree, dict) else []
     if len(statements) != 1:
         raise StatementRefused(_ONE_STATEMENT if statements else _UNPARSED)
     for name in _called_names(statements[0]):
@@ -139,28 +145,34 @@ def check_statement(sql: str) -> None:
             raise StatementRefused(_NOT_ALLOWED.format(name=name.lower()))
 
 
-def _called_names(root: ast.Node) -> Iterator[str]:
-    """Each name the statement may call a function by: a call's own name, and a field name
-    after the first (``t.f``, ``(x).f``), which PostgreSQL reads as ``f(t)`` when no column has
-    it. Iterative: a deeply nested statement does not exhaust Python's stack."""
-    stack: list[object] = [root]
+def _called_names(root: object) -> Iterator[str]:
+    """Each name the statement may call a function by: a call's own name (``funcname``), and
+    a field name after the first (``t.f``, ``(x).f``), which PostgreSQL reads as ``f(t)`` when
+    no column has it."""
+    stack = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, tuple | list):
-            stack.extend(node)
+        if isinstance(node, list):
+            stack.extend(item for item in node if isinstance(item, list | dict))
             continue
-        if not isinstance(node, ast.Node):
+        if not isinstance(node, dict):
             continue
-        if isinstance(node, ast.FuncCall):
-            yield from _strings((node.funcname or ())[-1:])
-        elif isinstance(node, ast.ColumnRef):
-            yield from _strings((node.fields or ())[1:])
-        elif isinstance(node, ast.A_Indirection):
-            yield from _strings(node.indirection)
-        stack.extend(getattr(node, member) for member in node)
+        for key, value in node.items():
+            if isinstance(value, list):
+                if key in _NAMES_FROM:
+                    yield from _strings(value, _NAMES_FROM[key])
+                stack.append(value)
+            elif isinstance(value, dict):
+                stack.append(value)
 
 
-def _strings(items: object) -> Iterator[str]:
-    for item in items if isinstance(items, tuple | list) else ():
-        if isinstance(item, ast.String) and item.sval:
-            yield item.sval
+#: Where a name that may call a function stands, and from which item of the list.
+_NAMES_FROM = {"funcname": -1, "fields": 1, "indirection": 0}
+
+
+def _strings(items: object, start: int) -> Iterator[str]:
+    """The names among ``items[start:]``: libpg_query's ``{"String": {"sval": name}}``."""
+    for item in items[start:] if isinstance(items, list) else ():
+        name = item.get("String", {}).get("sval") if isinstance(item, dict) else None
+        if isinstance(name, str) and name:
+            yield name

@@ -247,6 +247,29 @@ async def test_query_binds_parameters(client: Client[Any], sql: str, params: Any
     assert (await ok(client, "query", sql=sql, params=params))["rows"] == [["bob"]]
 
 
+async def test_placeholders_follow_psycopgs_rules(client: Client[Any]) -> None:
+    """The module numbers the placeholders itself and sends the statement as it checked it
+    (ADR 0047): %% is a literal %, a name used twice is one value, a % without parameters is
+    PostgreSQL's, and placeholders that do not fit their parameters are refused as before."""
+    sql = "SELECT 7 %% 4, %(a)s::int + %(a)s::int, '%%s', %(b)s"
+    answer = await ok(client, "query", sql=sql, params={"a": 2, "b": [1, 2], "unused": 0})
+    assert answer["rows"] == [[3, 4, "%s", [1, 2]]]
+    assert (await ok(client, "query", sql="SELECT 7 % 4"))["rows"] == [[3]]
+    for sql, params in (
+        ("SELECT %s, %s", [1]),
+        ("SELECT %s", [1, 2]),
+        ("SELECT %s", {"a": 1}),
+        ("SELECT %(a)s", [1]),
+        ("SELECT %(a)s", {"b": 1}),
+        ("SELECT %(a)s, %s", {"a": 1}),
+        ("SELECT 7 % 4", [1]),
+        ("SELECT %d", [1]),
+        ("SELECT %(a", {"a": 1}),
+    ):
+        text = await refused(client, "query", sql=sql, params=params)
+        assert "%s with a list or %(name)s with an object" in text, sql
+
+
 async def test_rows_stop_at_max_rows(client: Client[Any]) -> None:
     started = time.monotonic()
     answer = await ok(client, "query", sql="SELECT generate_series(1, 50000000)", max_rows=5)

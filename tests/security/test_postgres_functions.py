@@ -191,6 +191,23 @@ async def test_each_family_is_refused_by_name(dsns: dict[str, str], sql: str, na
     assert MARKER not in str(answer.content)
 
 
+async def test_a_deeply_nested_statement_is_refused_and_the_node_lives_on(
+    dsns: dict[str, str],
+) -> None:
+    """A review: pglast's tree of Python objects has no depth bound, and 1+1+… 30,000 deep
+    crashed the process (SIGSEGV); the check reads libpg_query's JSON, which bounds its own."""
+    async with Client(build_postgres_module(dsns["fn_reader"])) as client:
+        deep = await query(client, "SELECT " + "+".join(["1"] * 2_000))
+        deeper = await query(client, "SELECT " + "+".join(["1"] * 30_000))
+        long = await query(client, "SELECT " + "1," * 50_000 + "1")
+        after = await query(client, "SELECT 1")
+    assert "nests too deeply" in str(deep.content)
+    assert deeper.is_error  # libpg_query's own bound, or the decoder's
+    assert any(s in str(deeper.content) for s in ("nests too deeply", "stack depth limit"))
+    assert long.is_error, long.content  # past the schema's bound
+    assert not after.is_error
+
+
 async def test_pg_sleep_and_ordinary_functions_still_run(dsns: dict[str, str]) -> None:
     async with Client(build_postgres_module(dsns["fn_reader"])) as client:
         answer = await query(
