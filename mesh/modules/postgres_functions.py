@@ -48,6 +48,8 @@ _OUTSIDE_NAMES = (
     "pg_wal_replay_pause",
     "pg_wal_replay_resume",
     "pg_logical_emit_message",
+    "pg_log_standby_snapshot",
+    "pg_stat_statements_reset",
     "pg_read_file",
     "pg_read_binary_file",
     "pg_stat_file",
