@@ -9,6 +9,11 @@ socket only: the server is reachable from this machine alone and lives as long a
 
 When no PostgreSQL server binaries are installed this raises rather than skips: the tests that use
 it are part of the suite (``make test`` installs ``postgresql``).
+
+Once it answers, the server is made ready for the ``postgres`` module as an operator makes theirs
+(docs/operating.md, ADR 0047): ``PUBLIC`` may no longer execute the functions that end other
+sessions or write WAL outside a transaction, in ``postgres`` and in ``template1`` (so in every
+database a test makes).
 """
 
 from __future__ import annotations
@@ -29,10 +34,29 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["PostgresServer", "PostgresUnavailable", "find_bindir", "start_postgres"]
+__all__ = [
+    "MODULE_REVOKE",
+    "PostgresServer",
+    "PostgresUnavailable",
+    "find_bindir",
+    "start_postgres",
+]
 
 TEST_USER = "meshnav-test"
 START_TIMEOUT_S = 60
+#: What an operator runs, as a superuser in each database a ``postgres`` module reads, before the
+#: module serves a role (the refusal names it; here written for any server version).
+MODULE_REVOKE = """
+DO $$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace
+             AND p.proname IN ('pg_cancel_backend', 'pg_terminate_backend',
+                               'pg_logical_emit_message')
+    LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END $$"""
 
 
 class PostgresUnavailable(RuntimeError):
@@ -134,6 +158,8 @@ def start_postgres(tmp_dir: Path) -> PostgresServer:
                 log = server.tmp_dir / "postgres.log"  # where stop() keeps it
                 raise PostgresUnavailable(f"PostgreSQL did not start; see {log}")
         _wait_ready(server)
+        for database in ("template1", "postgres"):
+            server.execute(MODULE_REVOKE, database=database)
     except BaseException:
         server.stop()
         raise

@@ -14,6 +14,11 @@ more than the page asked for, and at most 1.5 MiB of values, ``truncated`` then 
 ``max_rows`` stops it. The node's turns bound the calls running at once, in all and per caller
 (``mesh.modules.turns``), as for the ``sqlite`` module.
 
+Every caller shares the DSN's role, so before it runs, the statement — read by PostgreSQL's own
+parser as it will be sent — must call no function that acts outside the transaction (ending
+another caller's query, reading the server's files) nor change the session
+(``postgres_functions``, ADR 0047).
+
 Each call opens its own connection, with a connect timeout, and closes it. Agents call seldom
 next to a connection's cost on the same machine (a few milliseconds), the ``database`` argument
 would need a pool per database, a restarted server needs no reconnect logic, and an idle node
@@ -28,7 +33,8 @@ primary message about the caller's statement (``mesh.modules.postgres_errors``).
 
 Here: the server, its tools and the connection each call runs in. Beside it: what it reads of the
 catalogue and the answers' shapes (``postgres_catalog``), values as JSON (``postgres_values``),
-errors (``postgres_errors``) and the role's check (``postgres_role``).
+errors (``postgres_errors``), the role's check (``postgres_role``), the functions kept from
+callers (``postgres_functions``) and the statement as sent (``postgres_statement``).
 """
 
 from __future__ import annotations
@@ -67,12 +73,14 @@ from mesh.modules.postgres_catalog import (
     read_description,
 )
 from mesh.modules.postgres_errors import tool_error
+from mesh.modules.postgres_functions import StatementRefused
 from mesh.modules.postgres_role import (
     PRIVILEGED_CALL,
     PRIVILEGED_ROLE,
     check_role_at_start,
     warn_privileged,
 )
+from mesh.modules.postgres_statement import statement
 from mesh.modules.postgres_values import LOADERS, cell
 from mesh.modules.turns import NODE_TURNS, Turns
 
@@ -84,7 +92,9 @@ DEADLINE_SLACK_S = 5.0  # the client's deadline: connect and statement timeouts,
 CANCEL_S = 2.0  # how long a cancel request to the server may take, past the deadline
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
+MAX_SQL_CHARS = 100_000  # what parsing and checking a statement may cost (ADR 0047)
 _CURSOR = "meshnav_query"
+_DECLARE = f'DECLARE "{_CURSOR}" CURSOR FOR '  # what psycopg's server-side cursor sends first
 FETCH_ROWS = 50  # the most rows one FETCH asks the server-side cursor for
 _BUSY = (
     "this machine's PostgreSQL reads are all busy (at most {per_caller} of one caller at once);"
@@ -228,7 +238,10 @@ def build_postgres_module(
         return described
 
     async def query(
-        sql: Annotated[str, Field(description="One SELECT statement.", min_length=1)],
+        sql: Annotated[
+            str,
+            Field(description="One SELECT statement.", min_length=1, max_length=MAX_SQL_CHARS),
+        ],
         params: Annotated[
             list[Param] | dict[str, Param] | None,
             Field(description="Values for %s placeholders (a list) or %(name)s (an object)."),
@@ -238,40 +251,46 @@ def build_postgres_module(
     ) -> QueryResult:
         """Run one read-only SELECT (or WITH ... SELECT, VALUES, TABLE) on a PostgreSQL
         database of this machine; returns its columns and up to max_rows rows."""
-        async with read_only(database, params) as conn, conn.cursor(name=_CURSOR) as cursor:
-            deadline = anyio.current_time() + statement_timeout_s
-            # The caller's SQL is meant to run: the transaction around it is read-only.
-            await cursor.execute(sql, params)
-            columns = [column.name for column in cursor.description or ()]
-            rows: list[list[JsonValue]] = []
-            budget = RowBudget()
-            size = 1  # rows asked of the next FETCH: doubled while they stay small
-            while len(rows) <= max_rows:
-                # The caller's SQL may set statement_timeout for the statements after it: each
-                # FETCH gets what is left of the query's time again.
-                await _arm(conn, deadline - anyio.current_time())
-                asked = min(size, max_rows + 1 - len(rows))
-                got = largest = 0
-                # Its rows come one at a time (libpq's single-row mode), so a long row is never
-                # held with the ones after it; leaving early cancels the rest of the FETCH.
-                fetch = f"FETCH FORWARD {asked} FROM {_CURSOR}"
-                stream = cast(AsyncGenerator[Any, None], conn.cursor().stream(fetch))
-                async with contextlib.aclosing(stream):
-                    async for row in stream:
-                        got += 1
-                        if len(rows) == max_rows:
-                            return QueryResult(columns=columns, rows=rows, truncated=True)
-                        cells = [cell(value) for value in row]
-                        left = budget.left
-                        if not budget.admits(cells):
-                            if not rows:
-                                raise ToolError(TOO_LONG_ROW)
-                            return QueryResult(columns=columns, rows=rows, truncated=True)
-                        largest = max(largest, left - budget.left)
-                        rows.append(cells)
-                if got < asked:
-                    break
-                size = max(1, min(FETCH_ROWS, 2 * size, budget.left // max(largest, 1)))
+        async with read_only(database, params) as conn:
+            try:  # in the caller's turn: a long statement costs a fraction of a second to check
+                text, values = await anyio.to_thread.run_sync(statement, _DECLARE, sql, params)
+            except StatementRefused as refused:
+                raise ToolError(str(refused)) from None
+            async with psycopg.AsyncRawServerCursor(conn, _CURSOR) as cursor:
+                deadline = anyio.current_time() + statement_timeout_s
+                # The caller's SQL is meant to run: the transaction around it is read-only, and its
+                # statement calls none of the functions that act outside it (postgres_functions).
+                await cursor.execute(text, values)
+                columns = [column.name for column in cursor.description or ()]
+                rows: list[list[JsonValue]] = []
+                budget = RowBudget()
+                size = 1  # rows asked of the next FETCH: doubled while they stay small
+                while len(rows) <= max_rows:
+                    # The caller's SQL may set statement_timeout for the statements after it: each
+                    # FETCH gets what is left of the query's time again.
+                    await _arm(conn, deadline - anyio.current_time())
+                    asked = min(size, max_rows + 1 - len(rows))
+                    got = largest = 0
+                    # Its rows come one at a time (libpq's single-row mode), so a long row is never
+                    # held with the ones after it; leaving early cancels the rest of the FETCH.
+                    fetch = f"FETCH FORWARD {asked} FROM {_CURSOR}"
+                    stream = cast(AsyncGenerator[Any, None], conn.cursor().stream(fetch))
+                    async with contextlib.aclosing(stream):
+                        async for row in stream:
+                            got += 1
+                            if len(rows) == max_rows:
+                                return QueryResult(columns=columns, rows=rows, truncated=True)
+                            cells = [cell(value) for value in row]
+                            left = budget.left
+                            if not budget.admits(cells):
+                                if not rows:
+                                    raise ToolError(TOO_LONG_ROW)
+                                return QueryResult(columns=columns, rows=rows, truncated=True)
+                            largest = max(largest, left - budget.left)
+                            rows.append(cells)
+                    if got < asked:
+                        break
+                    size = max(1, min(FETCH_ROWS, 2 * size, budget.left // max(largest, 1)))
         return QueryResult(columns=columns, rows=rows, truncated=False)
 
     for fn, title in (

@@ -12,7 +12,7 @@ from fastmcp.exceptions import ToolError
 
 from mesh.modules.answers import database_message
 
-__all__ = ["tool_error"]
+__all__ = ["PARAMS_MISFIT", "tool_error"]
 
 
 def tool_error(
@@ -36,7 +36,7 @@ def tool_error(
     state = exc.sqlstate if isinstance(exc, psycopg.Error) else None
     primary = exc.diag.message_primary if isinstance(exc, psycopg.Error) else None
     if state is None:
-        return ToolError(_CLIENT_ERROR)
+        return ToolError(PARAMS_MISFIT)
     if state == "57014":
         return ToolError(f"the query ran past the {statement_timeout_s:g} s statement timeout")
     if primary and primary.startswith("cannot insert multiple commands"):
@@ -53,7 +53,7 @@ def tool_error(
 #: module's credentials (28), the server's own state (57, XX). A system error (58: a file the
 #: statement named) is, and passes on without its path.
 _WORDED_ALONE = frozenset({"08", "28", "57", "XX"})
-_CLIENT_ERROR = (
+PARAMS_MISFIT = (
     "the parameters do not fit the statement: use %s with a list or %(name)s with an object,"
     " and write %% for a literal % when there are parameters"
 )

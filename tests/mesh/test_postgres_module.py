@@ -247,6 +247,29 @@ async def test_query_binds_parameters(client: Client[Any], sql: str, params: Any
     assert (await ok(client, "query", sql=sql, params=params))["rows"] == [["bob"]]
 
 
+async def test_placeholders_follow_psycopgs_rules(client: Client[Any]) -> None:
+    """The module numbers the placeholders itself and sends the statement as it checked it
+    (ADR 0047): %% is a literal %, a name used twice is one value, a % without parameters is
+    PostgreSQL's, and placeholders that do not fit their parameters are refused as before."""
+    sql = "SELECT 7 %% 4, %(a)s::int + %(a)s::int, '%%s', %(b)s"
+    answer = await ok(client, "query", sql=sql, params={"a": 2, "b": [1, 2], "unused": 0})
+    assert answer["rows"] == [[3, 4, "%s", [1, 2]]]
+    assert (await ok(client, "query", sql="SELECT 7 % 4"))["rows"] == [[3]]
+    for sql, params in (
+        ("SELECT %s, %s", [1]),
+        ("SELECT %s", [1, 2]),
+        ("SELECT %s", {"a": 1}),
+        ("SELECT %(a)s", [1]),
+        ("SELECT %(a)s", {"b": 1}),
+        ("SELECT %(a)s, %s", {"a": 1}),
+        ("SELECT 7 % 4", [1]),
+        ("SELECT %d", [1]),
+        ("SELECT %(a", {"a": 1}),
+    ):
+        text = await refused(client, "query", sql=sql, params=params)
+        assert "%s with a list or %(name)s with an object" in text, sql
+
+
 async def test_rows_stop_at_max_rows(client: Client[Any]) -> None:
     started = time.monotonic()
     answer = await ok(client, "query", sql="SELECT generate_series(1, 50000000)", max_rows=5)
@@ -393,17 +416,26 @@ async def test_a_query_cannot_lift_its_own_timeout_for_later_rows(
 ) -> None:
     """A review: the timeout was set once for the transaction and rows came from several
     FETCHes, so SQL that set statement_timeout to 0 slept an hour on row 61, past the
-    client's deadline, holding its locks and snapshot."""
+    client's deadline, holding its locks and snapshot. ``query`` now refuses ``set_config``
+    (ADR 0047), but a view of the database's owner may still call it."""
+    lifted = "SELECT set_config('statement_timeout', '0', true) AS lifted"
+    postgres_server.execute(f"CREATE VIEW lifts_timeout AS {lifted}", database="shop")
+    postgres_server.execute(f"GRANT SELECT ON lifts_timeout TO {READER}", database="shop")
     sql = (
-        "SELECT g, set_config('statement_timeout', '0', true),"
-        " pg_sleep(CASE WHEN g > 60 THEN 3600 ELSE 0 END) FROM generate_series(1, 100) g"
+        "SELECT g, lifted, pg_sleep(CASE WHEN g > 60 THEN 3600 ELSE 0 END)"
+        " FROM generate_series(1, 100) g, lifts_timeout"
     )
     started = time.monotonic()
-    async with Client(build_postgres_module(reader, statement_timeout_s=1)) as client:
-        text = await refused(client, "query", sql=sql, max_rows=100)
+    try:
+        async with Client(build_postgres_module(reader, statement_timeout_s=1)) as client:
+            text = await refused(client, "query", sql=sql, max_rows=100)
+            named = await refused(client, "query", sql=lifted)
+    finally:
+        postgres_server.execute("DROP VIEW lifts_timeout", database="shop")
     assert "statement timeout" in text
     assert time.monotonic() - started < 5
     assert backends_left(postgres_server, READER) == []
+    assert "may not call set_config" in named
 
 
 async def test_a_query_past_the_clients_deadline_is_cancelled_on_the_server(
@@ -449,9 +481,11 @@ async def test_errors_pass_on_postgresqls_message_about_the_statement(
 
 
 async def test_a_message_naming_a_file_of_the_server_names_no_path(client: Client[Any]) -> None:
+    """Even for a role allowed to read the server's files, ``query`` no longer calls
+    ``pg_read_file`` (ADR 0047); its refusal names no path either."""
     text = await refused(client, "query", sql="SELECT pg_read_file('/nonexistent/dir/secret.conf')")
     assert "/nonexistent" not in text and "secret.conf" not in text
-    assert "<path>" in text
+    assert "may not call pg_read_file" in text
 
 
 async def test_connection_errors_never_repeat_the_dsn() -> None:
