@@ -30,7 +30,7 @@ def _escape(char: str) -> str:
 def escaped(text: str) -> str:
     """``text`` with every character Python does not print (``str.isprintable``: control and
     format characters, separators but the space, lone surrogates) written as its escape — one
-    line, inert. The audit trail writes what it stores the same way."""
+    line, inert. The audit trail stores text through it too (``registry.audit_bounds``)."""
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else _escape(c) for c in text)

@@ -105,7 +105,10 @@ async def serve_navigator(
             before = await anyio.to_thread.run_sync(migrate, settings.database_url)
         except RegistryError as error:
             raise CommandError(str(error)) from None
-        app = (build or build_app)(settings, migrate_first=False)
+        try:  # an audit export others may read, and that cannot be made private (ADR 0045)
+            app = (build or build_app)(settings, migrate_first=False)
+        except PermissionError as error:
+            raise CommandError(str(error)) from None
         config = uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
         )

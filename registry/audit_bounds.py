@@ -13,6 +13,8 @@ import hashlib
 
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 
+from mesh.text import escaped
+
 __all__ = ["COLUMN_CHARS", "INSTANCE_CHARS", "rejected", "storable"]
 
 #: Each text field of an event and its column's length in characters (migration 0009).
@@ -29,23 +31,13 @@ INSTANCE_CHARS = 128
 _HASH_DIGITS = 16
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
 def storable(text: str, most: int) -> str:
     """``text`` as a column of ``most`` characters holds it on every database: a character that
     is not printable (NUL, which PostgreSQL refuses; a lone surrogate, which no encoding takes;
     an escape sequence meant for a terminal) written as its escape (``\\x1b``, ``\\udc80``), and
     a text then longer than ``most`` cut to a fixed-length prefix, ``~`` and 16 hex digits of the
     whole text's SHA-256 — two long names that share the prefix stay apart."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else _escape(c) for c in text)
+    text = escaped(text)
     if len(text) <= most:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:_HASH_DIGITS]
