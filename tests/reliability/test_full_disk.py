@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from sqlalchemy import select
 
 from registry import UNWRITABLE
 from registry.models import AuditEvent
-from tests.harness import MeshHarness, mcp_client, tool_result
+from tests.harness import MeshHarness, mcp_client, start_two_machines, tool_result
 
 pytestmark = [
     pytest.mark.e2e,
@@ -60,18 +59,12 @@ def disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def harness(tmp_path: Path, disk: Path) -> Iterator[MeshHarness]:
-    (tmp_path / "db1").mkdir()
-    sqlite3.connect(tmp_path / "db1" / "inventory.db").close()
     mesh = MeshHarness(
         tmp_path / "run", heartbeat_s=HEARTBEAT_S, database_url=f"sqlite:///{disk}/registry.db"
     )
     try:
-        mesh.agent_token = mesh.principal("agent")  # type: ignore[attr-defined]
         mesh.admin_token = mesh.principal("admin", ["mesh:admin"])  # type: ignore[attr-defined]
-        mesh.grant("agent", "*/*/*")
-        mesh.start_navigator()
-        mesh.start_node("db1", ["node", f"sqlite:{tmp_path / 'db1'}"])
-        mesh.start_node("web1", ["node"])
+        start_two_machines(mesh, tmp_path)
         yield mesh
     finally:
         mesh.close()  # every process, and the test's own connections, before the unmount

@@ -17,7 +17,8 @@ import pytest
 from navigator.catalog.machines import ANSWERING, MISSED, NOT_ANSWERING, UNRECORDED
 from navigator.catalog.registry_writes import RegistryWrites
 from navigator.catalog.view import Catalog
-from registry import CatalogStore, Registry, RegistryUnavailable, migrate
+from registry import Registry, RegistryUnavailable
+from tests.navigator.meshes import node_machines
 
 INTERVAL_S = 1.0
 T0 = datetime(2026, 12, 5, 1, 0, tzinfo=UTC)
@@ -34,18 +35,8 @@ class Clock:
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[Registry]:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    migrate(url)
-    store = Registry(url)
-    with store.transaction() as session:
-        for name in ("a", "b", "dead"):
-            CatalogStore(session).register_node(
-                name, advertise_url=f"http://{name}:1", heartbeat_s=INTERVAL_S
-            )
-    try:
+    with node_machines(tmp_path, INTERVAL_S, "a", "b", "dead") as store:
         yield store
-    finally:
-        store.dispose()
 
 
 @pytest.fixture
