@@ -10,7 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registry import CatalogStore, Conflict, NewTool, Registry, RegistryUnavailable, SeatNotPlaced
+from registry import (
+    UNWRITABLE,
+    CatalogStore,
+    Conflict,
+    NewTool,
+    Registry,
+    RegistryUnavailable,
+    SeatNotPlaced,
+)
 from registry.changelog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -410,8 +418,10 @@ def test_a_write_check_changes_nothing_and_fails_while_another_holds_the_row(
     holder.start()
     try:
         assert holding.wait(10)
-        with pytest.raises(RegistryUnavailable), registry.transaction() as session:
+        with pytest.raises(RegistryUnavailable) as refused, registry.transaction() as session:
             CatalogStore(session).check_writes()
+        assert refused.value.writes  # "cannot be written": it may well be read meanwhile
+        assert str(refused.value) == UNWRITABLE
     finally:
         release.set()
         holder.join()
