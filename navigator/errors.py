@@ -306,8 +306,9 @@ class RegistryConflict(RegistryAnswer):
 
 class RegistryOutage(RegistryAnswer):
     """The registry could not be read or written (``registry.RegistryUnavailable``, and any
-    other registry error). Its message is always this one: the registry's own may name its
-    database or the migration it needs, which are an operator's, not a client's."""
+    other registry error). Its message is always this one, or ``registry.UNWRITABLE`` for a
+    write: the registry's own may name its database or the migration it needs, which are an
+    operator's, not a client's."""
 
     code = "registry_unavailable"
     status = 503
@@ -321,6 +322,8 @@ def from_registry(error: registry.RegistryError) -> RegistryAnswer:
         return NotInRegistry(str(error))
     if isinstance(error, registry.Conflict):
         return RegistryConflict(str(error))
+    if isinstance(error, registry.RegistryUnavailable) and error.writes:
+        return RegistryOutage(registry.UNWRITABLE)  # it may be read: a full disk, a held lock
     return RegistryOutage()
 
 

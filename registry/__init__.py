@@ -48,7 +48,14 @@ from registry.database import (
     ready_revision,
     shown_url,
 )
-from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
+from registry.errors import (
+    UNWRITABLE,
+    Conflict,
+    NotFound,
+    RegistryError,
+    RegistryUnavailable,
+    SeatNotPlaced,
+)
 from registry.grant_reads import (
     read_grant_revision,
     read_snapshot,
@@ -60,6 +67,7 @@ from registry.sessions import ConsoleSessions, SessionRecord, SessionRules, read
 __all__ = [
     "HEAD_REVISION",
     "UNLIMITED",
+    "UNWRITABLE",
     "AccessStore",
     "AssignmentPlace",
     "AssignmentRecord",

@@ -139,16 +139,27 @@ class CatalogStore(CatalogReader):
         return machine.last_heartbeat_at
 
     def check_writes(self) -> None:
-        """A write that changes nothing, as a heartbeat's would: the first machine's heartbeat
-        written as it is (SQLite's one write lock; a row lock and a WAL record on PostgreSQL). A
-        navigator makes it to learn whether the registry would have recorded heartbeats."""
+        """A write that lands as a heartbeat's does, and changes nothing: the first machine's row
+        (what a heartbeat locks: SQLite's one write lock, a row lock on PostgreSQL) and the
+        change log's pruning mark (there, whatever the machines) each changed and changed back.
+        Their pages are written at commit, so the write needs the space a heartbeat's needs: a
+        value written onto itself changes no byte, SQLite then writes no page, and such a check
+        committed on a full disk while every heartbeat failed (ADR 0052). A navigator makes it
+        to learn whether the registry would have recorded heartbeats."""
         first = select(func.min(Machine.id)).scalar_subquery()
-        self.session.execute(
-            update(Machine)
-            .where(Machine.id == first)
-            .values(last_heartbeat_at=Machine.last_heartbeat_at)
-            .execution_options(synchronize_session=False)
-        )
+        for step in (1, -1):  # a period (never 0) negated twice, a count moved and moved back
+            self.session.execute(
+                update(Machine)
+                .where(Machine.id == first)
+                .values(heartbeat_s=-Machine.heartbeat_s)
+                .execution_options(synchronize_session=False)
+            )
+            self.session.execute(
+                update(Revision)
+                .where(Revision.name == changelog.CHANGES_PRUNED)
+                .values(value=Revision.value + step)
+                .execution_options(synchronize_session=False)
+            )
 
     def retire_machine(self, name: str) -> None:
         self._write()

@@ -153,16 +153,18 @@ BAD_URL = "The database URL is not one the registry can use: sqlite:///PATH or p
 
 
 @contextlib.contextmanager
-def translate_errors() -> Iterator[None]:
-    """Turn storage exceptions into registry errors whose text we wrote (never the driver's)."""
+def translate_errors(*, writes: bool = False) -> Iterator[None]:
+    """Turn storage exceptions into registry errors whose text we wrote (never the driver's);
+    ``writes``: around a transaction that writes, whose failure says the registry cannot be
+    written (a full disk, a held write lock), not that it cannot be read."""
     try:
         yield
     except IntegrityError as exc:
         raise Conflict("The change conflicts with what the registry holds.") from exc
     except SQLAlchemyError as exc:
-        raise RegistryUnavailable() from exc
+        raise RegistryUnavailable(writes=writes) from exc
     except OSError as exc:
-        raise RegistryUnavailable() from exc
+        raise RegistryUnavailable(writes=writes) from exc
 
 
 class Registry:
@@ -197,7 +199,7 @@ class Registry:
         """A transaction that may write. On SQLite it holds the write lock from its first
         statement, its reads included (``BEGIN IMMEDIATE``): a writer's check and the change it
         makes from it are one step, as PostgreSQL's row and advisory locks make them there."""
-        with translate_errors(), self._sessions() as session, session.begin():
+        with translate_errors(writes=True), self._sessions() as session, session.begin():
             session.info[INSTANCE_KEY] = self.audit_instance
             yield session
 
@@ -206,7 +208,7 @@ class Registry:
         """A writer's transaction on a Core connection, without an ORM session: for a batch of
         plain inserts written often (the audit trail's), where a session costs more than the
         statements."""
-        with translate_errors(), self._writer.begin() as connection:
+        with translate_errors(writes=True), self._writer.begin() as connection:
             yield connection
 
     @contextlib.contextmanager

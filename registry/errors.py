@@ -2,6 +2,7 @@
 
     RegistryError                 base of everything the registry raises
     ├── RegistryUnavailable       the database cannot be reached or answered with a storage error
+    │                             (``writes``: in a transaction that writes)
     ├── NotFound                  no such machine, assignment, seat, principal or grant
     └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
         │                         node principal registering another machine)
@@ -13,7 +14,15 @@ with ``from``; their text never becomes a message, since it may hold queries or 
 
 from __future__ import annotations
 
-__all__ = ["Conflict", "NotFound", "RegistryError", "RegistryUnavailable", "SeatNotPlaced"]
+__all__ = [
+    "UNREADABLE",
+    "UNWRITABLE",
+    "Conflict",
+    "NotFound",
+    "RegistryError",
+    "RegistryUnavailable",
+    "SeatNotPlaced",
+]
 
 
 class RegistryError(Exception):
@@ -21,8 +30,17 @@ class RegistryError(Exception):
 
 
 class RegistryUnavailable(RegistryError):
-    def __init__(self, message: str = "The registry cannot be read right now.") -> None:
-        super().__init__(message)
+    """``writes``: it failed in a transaction that writes, where the registry may still be read
+    (its disk full, its write lock held) and "cannot be read" would send an operator the wrong
+    way."""
+
+    def __init__(self, message: str | None = None, *, writes: bool = False) -> None:
+        super().__init__(message or (UNWRITABLE if writes else UNREADABLE))
+        self.writes = writes
+
+
+UNREADABLE = "The registry cannot be read right now."
+UNWRITABLE = "The registry cannot be written right now."
 
 
 class NotFound(RegistryError):

@@ -295,6 +295,20 @@ class MeshHarness:
         self.registry.dispose()
 
 
+def start_two_machines(mesh: MeshHarness, data: Path) -> None:
+    """The fault tests' mesh: an ``agent`` granted every tool (``mesh.agent_token``), the
+    navigator, ``db1`` serving ``data/db1`` (one empty SQLite database) and ``web1``."""
+    import sqlite3
+
+    (data / "db1").mkdir()
+    sqlite3.connect(data / "db1" / "inventory.db").close()
+    mesh.agent_token = mesh.principal("agent")  # type: ignore[attr-defined]
+    mesh.grant("agent", "*/*/*")
+    mesh.start_navigator()
+    mesh.start_node("db1", ["node", f"sqlite:{data / 'db1'}"])
+    mesh.start_node("web1", ["node"])
+
+
 @asynccontextmanager
 async def mcp_client(
     url: str, token: str | None, **kwargs: Any

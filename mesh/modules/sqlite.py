@@ -27,15 +27,7 @@ caller's statement, bounded and without the node's file paths.
 from __future__ import annotations
 
 import inspect
-import json
-import os
-import sqlite3
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -48,7 +40,8 @@ from pydantic import BaseModel, Field
 
 from mesh.errors import ModuleSpecError
 from mesh.modules.columns import Column
-from mesh.modules.sqlite_worker import LATE, MAX_TABLES
+from mesh.modules.sqlite_worker import MAX_TABLES
+from mesh.modules.sqlite_workers import NODE_WORKERS, Workers
 from mesh.modules.turns import NODE_TURNS, Turns
 
 __all__ = ["Workers", "build_sqlite_module"]
@@ -57,14 +50,10 @@ SUFFIXES = frozenset({".db", ".sqlite", ".sqlite3"})
 TIME_LIMIT_S = 5.0  # per statement, query and execute alike
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
-LATE_S = 0.5  # how long past its time limit a statement's process is let run before it is killed
-START_S = 10.0  # how long a new worker process may take to start and take its first job
-IDLE_WORKERS = 2  # worker processes kept for the next statements
 _BUSY = (
     "this machine's SQLite statements are all busy (at most {per_caller} of one caller at once);"
     " try again shortly"
 )
-_GONE = "the SQLite worker process of this machine stopped; try again"
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -256,126 +245,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-class Workers:
-    """The worker processes statements run in: one statement at a time each, started when none
-    is idle, at most ``idle`` kept for the next, and killed at a statement's deadline."""
-
-    def __init__(self, idle: int = IDLE_WORKERS) -> None:
-        self._idle: list[_Worker] = []
-        self._most_idle = idle
-        self._lock = threading.Lock()
-
-    def run(self, job: dict[str, Any], time_limit_s: float, writes: bool) -> Any:
-        """The job's result, or a ``ToolError`` with its message; blocks (run it in a thread)."""
-        dead: list[_Worker] = []  # ended while idle (killed from outside)
-        with self._lock:
-            while self._idle and not self._idle[-1].alive():
-                dead.append(self._idle.pop())
-            worker = self._idle.pop() if self._idle else None
-        for gone in dead:
-            gone.close()
-        worker = worker or _Worker()
-        try:
-            answer = worker.exchange(job, time_limit_s + LATE_S)
-        except BaseException:  # the worker is gone, or this thread is being stopped
-            worker.kill()
-            if writes:
-                _recover(Path(job["path"]))
-            raise
-        if answer is None:
-            worker.kill()
-            if writes:
-                _recover(Path(job["path"]))
-                raise ToolError(LATE.format(time_limit_s=time_limit_s) + "; nothing was changed")
-            raise ToolError(LATE.format(time_limit_s=time_limit_s))
-        with self._lock:
-            if len(self._idle) < self._most_idle:
-                self._idle.append(worker)
-                worker = None
-        if worker is not None:
-            worker.close()
-        if "error" in answer:
-            raise ToolError(str(answer["error"]))
-        return answer["ok"]
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.close()
-
-
-class _Worker:
-    """One ``python -I -m mesh.modules.sqlite_worker``, with no environment but the node's pid."""
-
-    def __init__(self) -> None:
-        jobs_in, self._jobs = os.pipe()
-        self._answers, answers_out = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-m", "mesh.modules.sqlite_worker"],
-                stdin=jobs_in,
-                stdout=answers_out,
-                env={"MESHNAV_NODE_PID": str(os.getpid())},
-                close_fds=True,
-            )
-        finally:
-            os.close(jobs_in)
-            os.close(answers_out)
-        self.jobs = Connection(self._jobs, readable=False)
-        self.answers = Connection(self._answers, writable=False)
-
-    def exchange(self, job: dict[str, Any], deadline_s: float) -> dict[str, Any] | None:
-        """The job's answer, or None when it was not given within ``deadline_s`` of the worker
-        taking the job and had not begun to commit. ``ToolError`` when the worker is gone."""
-        try:
-            self.jobs.send_bytes(json.dumps(job).encode())
-            if not self.answers.poll(START_S):
-                return None
-            self.answers.recv_bytes()  # started
-            end: float | None = time.monotonic() + deadline_s
-            while True:
-                if end is not None and not self.answers.poll(max(0.0, end - time.monotonic())):
-                    return None
-                answer: dict[str, Any] = json.loads(self.answers.recv_bytes())
-                if not answer.get("committing"):
-                    return answer
-                end = None  # a commit is waited for: it is short, and the answer says it
-        except (EOFError, OSError):
-            raise ToolError(_GONE) from None
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.close()
-
-    def close(self) -> None:
-        """Close the worker's stdin, which ends it, and reap it (killed, it ends at once)."""
-        self.jobs.close()
-        self.answers.close()
-        try:
-            self.process.wait(timeout=START_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def _recover(path: Path) -> None:
-    """Roll back what a killed write left in the database's journal: a read-only connection
-    cannot, and would answer every read with an error until the next write."""
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, timeout=2.0)
-        try:
-            conn.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        pass  # the next statement on it says what is wrong
-
-
-#: The node's worker processes, shared by every sqlite assignment and seat it serves.
-NODE_WORKERS = Workers()

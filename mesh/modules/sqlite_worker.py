@@ -5,11 +5,11 @@ call — can run long: ``printf('%.*c', 2147483647, 'a')`` loops two billion tim
 the value it may make, and a row may call it 127 times (a review: a query answered "past its time
 limit" at 5.6 s while the node's thread burned CPU for 45 s more). No thread can be stopped in
 Python, so every statement runs in a worker process the node kills at its deadline
-(``mesh.modules.sqlite.Workers``): the time limit bounds the work, not just the wait.
+(``mesh.modules.sqlite_workers.Workers``): the time limit bounds the work, not just the wait.
 
-A worker is ``python -I -m mesh.modules.sqlite_worker`` with no environment but the node's pid
-(the node's own holds its token), killed when the node ends (Linux). It reads one job at a time
-from its stdin and answers on its stdout, each a JSON message framed as
+A worker is ``python -I -m mesh.modules.sqlite_worker`` with no environment but the descriptor of
+its lifeline (the node's own holds its token), killed when the node ends, however it ends. It
+reads one job at a time from its stdin and answers on its stdout, each a JSON message framed as
 ``multiprocessing.connection`` frames them: ``started`` when it takes a job, ``committing``
 before an ``execute`` commits (from then on the node waits for it: the answer must say whether
 the change was made), then ``{"ok": RESULT}`` or ``{"error": TEXT}``.
@@ -31,6 +31,7 @@ import base64
 import json
 import math
 import os
+import signal
 import sqlite3
 import sys
 import threading
@@ -43,7 +44,7 @@ from typing import Any, Literal, TypeVar
 
 from mesh.modules.answers import TOO_LONG_ROW, RowBudget, database_message
 
-__all__ = ["LATE", "MAX_COLUMNS", "MAX_TABLES", "MAX_VALUE_BYTES", "main"]
+__all__ = ["LATE", "LIFELINE", "MAX_COLUMNS", "MAX_TABLES", "MAX_VALUE_BYTES", "main"]
 
 BUSY_TIMEOUT_S = 2.0  # how long a write waits for another writer's lock
 MAX_VALUE_BYTES = 1 << 20  # the longest string or blob a statement may read or make
@@ -341,18 +342,26 @@ def _answer(job: dict[str, Any], committing: Callable[[], None]) -> dict[str, An
 
 
 def _end_with_the_node() -> None:
-    """Be killed when the node ends (Linux): a statement in one long step would otherwise run
-    on for its minutes with nobody to answer."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
+    """Be killed when the node ends, whichever of its threads started this worker: a statement
+    in one long step would otherwise run on for its minutes with nobody to answer.
 
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != int(os.environ.get("MESHNAV_NODE_PID", os.getppid())):
-        sys.exit(0)  # the node ended before the line above
+    The node holds the write end of a pipe whose read end this worker got (``LIFELINE``); a
+    process's descriptors are closed when it ends however it ends, so the read sees the end of
+    the pipe then, and not before. ``PR_SET_PDEATHSIG`` was used before: it fires when the
+    *thread* that started the worker ends, and the node starts workers from threads that end
+    while the worker serves others (ADR 0052)."""
+    lifeline = int(os.environ[LIFELINE])
+
+    def watch() -> None:
+        while os.read(lifeline, 1):
+            pass  # the node never writes: only the end of the pipe comes
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-commit too: SQLite's journal undoes it
+
+    threading.Thread(target=watch, name="meshnav-lifeline", daemon=True).start()
 
 
-_PR_SET_PDEATHSIG = 1
+#: The environment variable naming the descriptor of the node's lifeline (its read end).
+LIFELINE = "MESHNAV_NODE_LIFELINE"
 
 
 def main() -> None:

@@ -180,7 +180,7 @@ class Registrar:
             await self._turn.acquire()
             taken = True
         if not taken:
-            raise RegistryUnavailable()
+            raise RegistryUnavailable(writes=True)
         try:
             with self.catalog.writes.watch():
                 return await anyio.to_thread.run_sync(write)  # a write is never given up

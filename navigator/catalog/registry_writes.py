@@ -7,14 +7,21 @@ refuses writes — leaves the machine's last recorded heartbeat as old as a sile
 navigator judges silence only over the time the registry took its writes: from the start of the
 oldest write still unrecorded (pending, or failed since the last that succeeded), a machine's
 status is the one it had then, and its view says its heartbeats are ``unrecorded``.
+
+Once writes land again, each machine is judged from its own first heartbeat after: until it is
+recorded, the time the registry refused writes, and one heartbeat interval after they resumed
+(the node's next heartbeat may be due that much later), is not counted as its silence (ADR 0052).
+The first write that landed does not make every other machine, whose heartbeat has not come
+round yet, ``not answering``.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from registry import RegistryUnavailable
 
@@ -26,19 +33,22 @@ class RegistryWrites:
     first (every node's, every interval), its own catalogue changes, and a check of its own while
     they fail (``navigator.catalog.following``)."""
 
-    __slots__ = ("_failing_since", "_ids", "_pending")
+    __slots__ = ("_clock", "_failing_since", "_ids", "_outages", "_pending")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
         self._pending: dict[int, datetime] = {}
         self._failing_since: datetime | None = None
+        #: The last times writes failed: (the first failed write's start, the next commit).
+        self._outages: deque[tuple[datetime, datetime]] = deque(maxlen=OUTAGES_KEPT)
         self._ids = itertools.count()
+        self._clock = clock or _now
 
     @contextmanager
     def watch(self) -> Iterator[None]:
         """Around one write: pending while it runs, failing from its start if the registry could
         not take it (``RegistryUnavailable``), writable again once one commits. A write refused for
         what it says (a conflict, a principal bound to another machine) says nothing of either."""
-        started = datetime.now(UTC)
+        started = self._clock()
         key = next(self._ids)
         self._pending[key] = started
         try:
@@ -48,6 +58,8 @@ class RegistryWrites:
                 self._failing_since = started
             raise
         else:
+            if self._failing_since is not None:
+                self._outages.append((self._failing_since, self._clock()))
             self._failing_since = None
         finally:
             del self._pending[key]
@@ -65,11 +77,37 @@ class RegistryWrites:
             times.append(self._failing_since)
         return min(times) if times else None
 
-    def judged_at(self, now: datetime) -> datetime:
+    def judged_at(
+        self, now: datetime, heartbeat_at: datetime | None = None, interval_s: float = 0.0
+    ) -> datetime:
         """The moment whose heartbeats the registry could have recorded: ``now``, or the start
-        of the oldest unrecorded write when that is earlier."""
+        of the oldest unrecorded write when that is earlier. For a machine whose last recorded
+        heartbeat is ``heartbeat_at`` (every ``interval_s``), that moment less the time since it
+        in which the registry refused writes, or had only just taken them again (within one
+        interval of a write landing after failures): silence is counted only outside them."""
         since = self.unrecorded_since
-        return now if since is None or since > now else since
+        judged = now if since is None or since > now else since
+        if heartbeat_at is None:
+            return judged
+        grace = timedelta(seconds=interval_s)
+        edge, unrecorded = heartbeat_at, timedelta(0)
+        for began, resumed in self._outages:  # oldest first
+            if resumed <= heartbeat_at:
+                continue  # its own heartbeat was recorded after this one
+            start, end = max(began, edge), min(resumed + grace, judged)
+            if end > start:
+                unrecorded += end - start
+                edge = end
+        return judged - unrecorded
+
+
+#: How many past outages are remembered: one forgotten counts as silence for a machine whose last
+#: heartbeat came before it (and before the 16 since).
+OUTAGES_KEPT = 16
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def registry_writes(writes: RegistryWrites) -> dict[str, str]:

@@ -115,7 +115,12 @@ class Catalog:
         state = self._state.machines.get(machine)
         if state is None:
             return NOT_ANSWERING
-        return state.status(self.writes.judged_at(now or datetime.now(UTC)))
+        return state.status(self._judged(state, now or datetime.now(UTC)))
+
+    def _judged(self, state: MachineState, now: datetime) -> datetime:
+        """The moment ``state``'s heartbeats are judged at: ``now`` less the time the registry
+        could not record them, its own grace after an outage included (``RegistryWrites``)."""
+        return self.writes.judged_at(now, state.heartbeat_at, state.record.heartbeat_s)
 
     def silent_since(self, machine: str) -> datetime | None:
         """When ``machine`` stopped answering, if it is not answering for want of heartbeats the
@@ -124,15 +129,16 @@ class Catalog:
         state = self._state.machines.get(machine)
         if state is None or state.heartbeat_at is None or state.record.retired_at is not None:
             return None
-        judged = self.writes.judged_at(datetime.now(UTC))
+        judged = self._judged(state, datetime.now(UTC))
         return None if state.status(judged) == ANSWERING else state.heartbeat_at + state.limit
 
     def turning_silent(self) -> bool:
         """Whether a machine last announced answering would now be announced not answering: the
         moment to ask whether the registry could have recorded its heartbeats."""
-        judged = self.writes.judged_at(datetime.now(UTC))
+        now = datetime.now(UTC)
         return any(
-            state.announced[0] == ANSWERING and state.status(judged) == NOT_ANSWERING
+            state.announced[0] == ANSWERING
+            and state.status(self._judged(state, now)) == NOT_ANSWERING
             for state in self._state.machines.values()
         )
 
@@ -141,7 +147,7 @@ class Catalog:
         answering: none was recorded for three intervals), ``UNRECORDED`` (the status is the one
         it had when the registry stopped taking writes); ``None`` while recorded as they come."""
         state = self._state.machines.get(machine)
-        return None if state is None else state.heartbeats(now, self.writes.judged_at(now))
+        return None if state is None else state.heartbeats(now, self._judged(state, now))
 
     def machine_status_fields(self, machine: str, now: datetime) -> dict[str, str]:
         """A machine's ``status``, and its ``heartbeats`` where they explain it, as a listing
@@ -313,8 +319,8 @@ class Catalog:
     ) -> list[str]:
         """Announce the machines (every one by default) whose status moved since last told."""
         changed = []
-        judged = self.writes.judged_at(now)
         for name, state in (self._state.machines if machines is None else machines).items():
+            judged = self._judged(state, now)
             status = (state.status(judged), state.heartbeats(now, judged))
             if status != state.announced:
                 moved = {state.announced[0], status[0]} == {ANSWERING, NOT_ANSWERING}

@@ -3,7 +3,11 @@ that read a real ``Catalog``."""
 
 from __future__ import annotations
 
-from registry import CatalogStore, NewTool
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from registry import CatalogStore, NewTool, Registry, migrate
 
 
 def tools(*names: str) -> list[NewTool]:
@@ -32,3 +36,21 @@ def small_mesh(store: CatalogStore) -> None:
     store.put_assignment("web1", "files", module="stdio", tools=tools("query"))
     store.put_assignment("db2", "files", module="stdio", tools=[])
     store.retire_assignment("web1", "files")
+
+
+@contextmanager
+def node_machines(folder: Path, heartbeat_s: float, *names: str) -> Iterator[Registry]:
+    """A SQLite registry in ``folder`` where nodes registered ``names``, each heartbeating every
+    ``heartbeat_s``."""
+    url = f"sqlite:///{folder / 'registry.db'}"
+    migrate(url)
+    store = Registry(url)
+    with store.transaction() as session:
+        for name in names:
+            CatalogStore(session).register_node(
+                name, advertise_url=f"http://{name}:1", heartbeat_s=heartbeat_s
+            )
+    try:
+        yield store
+    finally:
+        store.dispose()

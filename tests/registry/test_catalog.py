@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -9,7 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registry import CatalogStore, Conflict, NewTool, Registry, RegistryUnavailable, SeatNotPlaced
+from registry import (
+    UNWRITABLE,
+    CatalogStore,
+    Conflict,
+    NewTool,
+    Registry,
+    RegistryUnavailable,
+    SeatNotPlaced,
+)
 from registry.changelog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -358,6 +367,30 @@ def test_rows_read_ahead_keep_their_order_and_raise_in_the_reader() -> None:
     assert not [t for t in threading.enumerate() if t.name == "meshnav-catalogue-rows"]
 
 
+@pytest.mark.parametrize("machines", [0, 1])
+def test_a_write_check_writes_pages_as_a_heartbeat_does(registry: Registry, machines: int) -> None:
+    """A full disk refuses a heartbeat's page: the check must write one too, or it commits where
+    heartbeats fail (SQLite writes no page for a value written onto itself). It changes no
+    heartbeat and no pruning mark, with or without a machine."""
+    if machines:
+        with registry.transaction() as session:
+            CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=1.4)
+    with registry.transaction() as session:
+        before = (CatalogStore(session).machines(), session.execute(PRUNED_THROUGH).scalar())
+    held = None if registry.is_postgres else sqlite3.connect(registry.engine.url.database or "")
+    if held is not None:  # the log emptied, and kept open (the last connection closed ends it)
+        held.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with registry.transaction() as session:
+        CatalogStore(session).check_writes()
+    with registry.transaction() as session:
+        after = (CatalogStore(session).machines(), session.execute(PRUNED_THROUGH).scalar())
+    assert after == before
+    if held is not None:
+        (_, frames, _), *_ = held.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        held.close()
+        assert frames > 0  # pages went to the write-ahead log
+
+
 def test_a_write_check_changes_nothing_and_fails_while_another_holds_the_row(
     registry: Registry,
 ) -> None:
@@ -385,8 +418,10 @@ def test_a_write_check_changes_nothing_and_fails_while_another_holds_the_row(
     holder.start()
     try:
         assert holding.wait(10)
-        with pytest.raises(RegistryUnavailable), registry.transaction() as session:
+        with pytest.raises(RegistryUnavailable) as refused, registry.transaction() as session:
             CatalogStore(session).check_writes()
+        assert refused.value.writes  # "cannot be written": it may well be read meanwhile
+        assert str(refused.value) == UNWRITABLE
     finally:
         release.set()
         holder.join()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import ssl
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from tests.harness import (
     free_port,
     mcp_client,
     start_backend,
+    start_two_machines,
     stop,
     tool_result,
     undeclared,
@@ -37,17 +37,11 @@ ADDRESS = "db1/sqlite/list_databases"
 
 @pytest.fixture
 def harness(tmp_path: Path) -> Iterator[MeshHarness]:
-    (tmp_path / "db1").mkdir()
-    sqlite3.connect(tmp_path / "db1" / "inventory.db").close()
     mesh = MeshHarness(tmp_path / "run", heartbeat_s=0.5)
     # a call that waited out its deadline would still fail the test's bound, in far less time
     mesh.env["MESHNAV_CALL_DEADLINE_S"] = "4"
     try:
-        mesh.agent_token = mesh.principal("agent")  # type: ignore[attr-defined]
-        mesh.grant("agent", "*/*/*")
-        mesh.start_navigator()
-        mesh.start_node("db1", ["node", f"sqlite:{tmp_path / 'db1'}"])
-        mesh.start_node("web1", ["node"])
+        start_two_machines(mesh, tmp_path)
         yield mesh
     finally:
         for node in mesh.nodes.values():  # a stopped process cannot act on SIGTERM

@@ -11,20 +11,14 @@ import pytest
 from navigator.catalog.machines import ANSWERING, MISSED, NOT_ANSWERING, UNRECORDED
 from navigator.catalog.view import Catalog
 from navigator.console.layout import heartbeats_note
-from registry import CatalogStore, Registry, RegistryUnavailable, migrate
+from registry import Registry, RegistryUnavailable
+from tests.navigator.meshes import node_machines
 
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[Registry]:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    migrate(url)
-    store = Registry(url)
-    with store.transaction() as session:
-        CatalogStore(session).register_node("db1", advertise_url="http://h:1", heartbeat_s=5)
-    try:
+    with node_machines(tmp_path, 5, "db1") as store:
         yield store
-    finally:
-        store.dispose()
 
 
 def _fail_one_write(catalog: Catalog) -> None:
