@@ -47,7 +47,14 @@ from registry.database import (
     ready_revision,
     shown_url,
 )
-from registry.errors import Conflict, NotFound, RegistryError, RegistryUnavailable, SeatNotPlaced
+from registry.errors import (
+    Conflict,
+    NotFound,
+    RegistryError,
+    RegistryUnavailable,
+    Replaced,
+    SeatNotPlaced,
+)
 from registry.grant_reads import (
     read_grant_revision,
     read_snapshot,
@@ -77,6 +84,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
+    "Replaced",
     "SeatNotPlaced",
     "SessionRecord",
     "SessionRules",
