@@ -1,7 +1,8 @@
 """The node agent that runs on every machine: serves its modules over MCP, enrols and heartbeats.
 
 It imports neither ``navigator`` nor ``registry``: it talks to the navigator over HTTP. What both
-ends must compute the same way — digests and call tokens — lives here and the navigator imports it.
+ends must compute the same way — digests, call tokens, a node instance's id and where it answers
+it — lives here and the navigator imports it.
 """
 
 from __future__ import annotations

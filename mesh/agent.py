@@ -4,6 +4,12 @@ It registers its machine and every assignment (pushing each ``tools/list``), rec
 call tokens are signed with, then heartbeats every interval. When the navigator forgets it (an
 answer of 404 or 409) or comes back after an outage, it registers again; registering is
 idempotent on the navigator's side. A module whose tool list changes is pushed again at once.
+
+Each run is one instance of the machine's node, with an id made at its start
+(``mesh.instances``) that it names on every request: one instance serves a machine at a time
+(SPEC §6, ADR 0050). Told ``replaced`` — another instance took the machine over — it stops
+(``InstanceReplaced``); stopped by a signal, it tells the navigator, which marks its machine not
+answering at once.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import uvicorn
 from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
-from mesh.errors import EnrolmentFailed
+from mesh.errors import EnrolmentFailed, InstanceReplaced
+from mesh.instances import INSTANCE_PATH, instance_route, new_instance
 from mesh.lifecycle import Server, serve_until_stopped
 from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
 from mesh.modules.credentials import ModuleCredentials, check_credentials
@@ -41,6 +48,9 @@ MAX_BACKOFF_S = 5.0
 #: handshake has 30 s) before the node goes on with the list it last gave. A wrapped server that
 #: never answered ``tools/list`` held the registration, and every other module's, for good.
 LIST_DEADLINE_S = 60.0
+#: How long a node stopping waits for the navigator to take its stop (then it stops anyway, and
+#: its machine is not answering three heartbeats later).
+STOP_NOTICE_S = 2.0
 
 
 async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
@@ -63,6 +73,10 @@ class NodeAgent:
     ) -> None:
         self.settings = settings
         self.list_deadline_s = list_deadline_s
+        #: This run's id: which instance of the machine's node this is (``mesh.instances``).
+        self.instance = new_instance()
+        #: Whether the navigator has taken a registration of this instance.
+        self.registered = False
         self.assignments = list(assignments)
         self.key: bytes | None = None
         #: When this process first registered, on the navigators' clock (``mesh.calltokens``).
@@ -137,6 +151,9 @@ class NodeAgent:
             "advertise": self.settings.advertise_url,
             "heartbeatS": self.settings.heartbeat_s,
             "assignments": [self._assignment_body(a, tools) for a, tools in listed],
+            "instance": self.instance,
+            # a take-over is this run's start's: registering again later takes nothing over
+            "replace": self.settings.replace and not self.registered,
         }
         try:
             response = await self.http.post("/nodes/register", json=body)
@@ -148,7 +165,9 @@ class NodeAgent:
                 transient=True,
             )
         if response.status_code != 200:
-            raise EnrolmentFailed(f"The navigator refused the registration ({_code(response)}).")
+            raise EnrolmentFailed(
+                f"The navigator refused the registration ({_code(response)}){_said(response)}"
+            )
         try:  # whatever else answers at the navigator's URL (a proxy's page) is asked again
             answer = response.json()
             registered_at = float(answer["registeredAt"])
@@ -166,6 +185,7 @@ class NodeAgent:
         if self.registered_at is None:  # a later registration keeps this process's memory
             self.registered_at = registered_at
         self.key = key
+        self.registered = True
         for name, reason in refusals:
             logger.warning("navigator refused tool %s: %s", name, reason)
         logger.info("registered %s with %d tools", self.settings.name, registered)
@@ -188,10 +208,11 @@ class NodeAgent:
     async def heartbeat(self) -> None:
         path = f"/nodes/{self.settings.name}/heartbeat"
         try:
-            response = await self.http.post(path)
+            response = await self.http.post(path, json={"instance": self.instance})
         except httpx.HTTPError:
             logger.info("heartbeat failed: navigator not reachable")
             return
+        _check_replaced(response)
         if response.status_code in (404, 409):
             await self.enrol()
         elif response.status_code != 200:
@@ -207,10 +228,12 @@ class NodeAgent:
             body = {
                 "advertise": self.settings.advertise_url,
                 "assignment": self._assignment_body(assignment, tools),
+                "instance": self.instance,
             }
             response = await self.http.put(
                 f"/nodes/{self.settings.name}/assignments/{assignment.role}", json=body
             )
+            _check_replaced(response)
             if response.status_code != 200:
                 logger.warning("tool list push refused (%s)", _code(response))
             else:
@@ -220,11 +243,45 @@ class NodeAgent:
     async def run(self) -> None:
         """Enrol, then heartbeat and watch the tool lists side by side, each every interval: a
         module slow to list its tools must not hold the heartbeats up, or the navigator would
-        mark the whole machine not answering while its other modules serve."""
-        await self.enrol()
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self._every_interval, self.heartbeat)
-            tasks.start_soon(self._every_interval, self._push_changes_or_log)
+        mark the whole machine not answering while its other modules serve. Told ``replaced``,
+        it ends with ``InstanceReplaced``; stopped otherwise, it tells the navigator first."""
+        replaced: InstanceReplaced | None = None
+        try:
+            await self.enrol()
+            async with anyio.create_task_group() as tasks:
+
+                async def every_interval(step: Callable[[], Awaitable[None]]) -> None:
+                    nonlocal replaced
+                    try:
+                        await self._every_interval(step)
+                    except InstanceReplaced as error:
+                        replaced = error
+                        tasks.cancel_scope.cancel()
+
+                tasks.start_soon(every_interval, self.heartbeat)
+                tasks.start_soon(every_interval, self._push_changes_or_log)
+        finally:
+            if replaced is None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_NOTICE_S):
+                    await self.stop_notice()
+        if replaced is not None:
+            logger.error("%s", replaced)
+            raise replaced
+
+    async def stop_notice(self) -> None:
+        """Tell the navigator this instance stops, so that its machine is not answering at once
+        rather than three heartbeats later; a navigator away is not waited for."""
+        if not self.registered:
+            return
+        try:
+            response = await self.http.post(
+                f"/nodes/{self.settings.name}/stop", json={"instance": self.instance}
+            )
+        except httpx.HTTPError:
+            logger.info("stop not told: navigator not reachable")
+            return
+        if response.status_code == 200:
+            logger.info("told the navigator that %s stops", self.settings.name)
 
     async def _every_interval(self, step: Callable[[], Awaitable[None]]) -> None:
         while True:
@@ -240,6 +297,30 @@ class NodeAgent:
 
 #: The shortest call-token key a node takes: the navigator's are 32 bytes (``NODE_KEY_BYTES``).
 KEY_BYTES = 32
+
+
+def _check_replaced(response: httpx.Response) -> None:
+    """``InstanceReplaced`` for the navigator's ``replaced``: another instance serves the
+    machine now, and this one must stop serving."""
+    if response.status_code == 409 and _code(response) == "replaced":
+        raise InstanceReplaced(_message(response))
+
+
+def _said(response: httpx.Response) -> str:
+    """The navigator's message in an error answer, as ``: MESSAGE``, or a full stop."""
+    message = _message(response)
+    return "." if message is None else f": {message}"
+
+
+def _message(response: httpx.Response) -> str | None:
+    """The navigator's message in an error answer, when it is one printable line."""
+    try:
+        message = response.json().get("message")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(message, str) or not message.isprintable():
+        return None
+    return message[:500]
 
 
 def _code(response: httpx.Response) -> str:
@@ -289,7 +370,12 @@ async def serve_node(
         Assignment(spec, build_module(spec, options), seat=seat) for seat, spec in seats
     ]
     agent = NodeAgent(settings, assignments)
-    app = NodeApp(assignments, agent.verifier, advertise_url=settings.advertise_url)
+    app = NodeApp(
+        assignments,
+        agent.verifier,
+        {INSTANCE_PATH: instance_route(agent.instance)},
+        advertise_url=settings.advertise_url,
+    )
     config = uvicorn.Config(
         app,
         host=settings.host,

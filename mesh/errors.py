@@ -9,6 +9,8 @@ MeshError                     base of everything the node agent raises
 │   └── SignedBeforeStart     a call token signed before this process first registered (it may be
 │                             one its previous run accepted); ``node_unavailable`` too
 ├── EnrolmentFailed           the navigator refused or could not take the node's registration
+├── InstanceReplaced          another instance of this machine's node took it over (``replaced``);
+│                             this one stops serving and exits non-zero
 └── ServeFailed               the server stopped before it started serving (its modules'
                               lifespan failed)
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "CallTokenRejected",
     "EnrolmentFailed",
+    "InstanceReplaced",
     "MeshError",
     "ModuleSpecError",
     "NotEnrolled",
@@ -69,6 +72,16 @@ class EnrolmentFailed(MeshError):
     def __init__(self, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class InstanceReplaced(MeshError):
+    """The navigator answered ``replaced``: another instance of this machine's node took the
+    machine over (``--replace``), and this one must stop serving (SPEC §6)."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(
+            message or "Another instance of this machine's node replaced this one; it stops."
+        )
 
 
 class ServeFailed(MeshError):

@@ -90,6 +90,9 @@ class NodeSettings(ListeningSettings):
     #: Serve a ``postgres`` module whose role is privileged (superuser, or one that may run
     #: programs or read or write the server's files); refused at start otherwise.
     allow_privileged_role: bool = False
+    #: Take the machine over from a node instance that still serves it (SPEC §6); that one is
+    #: then refused as ``replaced`` and stops. Without it, such a registration is refused.
+    replace: bool = False
 
     @property
     def advertise_url(self) -> str:

@@ -14,8 +14,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -167,14 +165,13 @@ def _prepare(database_url: str, token_file: Path) -> tuple[str, dict[str, str]]:
     return demo, nodes
 
 
-@contextmanager
-def _nodes(
+def _start_nodes(
     data: Path, url: str, host: str, port: int, tokens: dict[str, str]
-) -> Iterator[list[subprocess.Popen[bytes]]]:
+) -> list[subprocess.Popen[bytes]]:
+    """The demo's node processes, each writing to ``nodes.log``."""
     processes = []
     _private(data / "nodes.log")
-    log = (data / "nodes.log").open("ab")
-    try:
+    with (data / "nodes.log").open("ab") as log:  # each process holds its own copy
         for offset, (machine, modules) in enumerate(MACHINES.items(), start=1):
             command = [sys.executable, "-m", "meshnav", "node", "serve", "--name", machine]
             command += ["--navigator", url, "--listen", join_listen(host, port + offset)]
@@ -184,16 +181,26 @@ def _nodes(
                 command += ["--seat", seat.format(data=data)]
             env = {**os.environ, "MESHNAV_TOKEN": tokens[machine]}
             processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=log))
-        yield processes
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        log.close()
+    return processes
+
+
+async def _stop_nodes(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the demo's nodes, waiting for them off the event loop: a stopping node tells this
+    process's navigator so, which must be free to answer."""
+    for process in processes:
+        process.terminate()
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(_reap, processes)
+
+
+def _reap(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Wait for each stopped process, killing one that takes past 5 s."""
+    for process in processes:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _prepare_dir(data: Path, fresh: bool) -> Path:
@@ -282,7 +289,8 @@ async def _run(
 
     async def demo() -> None:
         started = datetime.now(UTC)
-        with _nodes(data, url, host, port, node_tokens):
+        processes = _start_nodes(data, url, host, port, node_tokens)
+        try:
             catalog = app.state.meshnav.catalog
             with anyio.move_on_after(30):
                 while len(_registered(catalog, started)) < len(MACHINES):  # noqa: ASYNC110
@@ -304,6 +312,8 @@ async def _run(
                 await anyio.sleep_forever()
             finally:
                 console.print("stopping the nodes and the navigator", style="dim")
+        finally:
+            await _stop_nodes(processes)
 
     try:
         await serve_until_stopped(server, [server_socket], demo)

@@ -23,10 +23,12 @@
     ├── UnknownMethod                   not_found                    404  (MCP methods)
     ├── MethodNotAllowed                method_not_allowed           405  (admin API only)
     ├── NotPullable                     conflict                     409  (admin API only)
+    ├── MachineServed                   conflict                     409  (node API: ADR 0050)
     ├── TooManyStreams                  too_many_streams             429  (console only)
     └── RegistryAnswer                  a registry error as the wire answers it (from_registry)
         ├── NotInRegistry               not_found                    404  registry.NotFound
         ├── RegistryConflict            conflict                     409  registry.Conflict
+        ├── NodeReplaced                replaced                     409  registry.Replaced
         └── RegistryOutage              registry_unavailable         503  the registry's others
 
 The registry's errors are the registry's (``registry.errors``): navigator code raises or lets
@@ -49,10 +51,12 @@ __all__ = [
     "InvalidAddress",
     "InvalidArguments",
     "InvalidCursor",
+    "MachineServed",
     "MethodNotAllowed",
     "NavigatorError",
     "NavigatorStopping",
     "NodeAnswerTooLarge",
+    "NodeReplaced",
     "NodeTimeout",
     "NodeUnavailable",
     "NotInRegistry",
@@ -273,6 +277,15 @@ class NotPullable(NavigatorError):
     default_message = "A node pushes its own tools, and again whenever they change."
 
 
+class MachineServed(NavigatorError):
+    """The node API's answer for a registration from a node instance while another instance of
+    the same machine still answers at its advertised URL (SPEC §6, ADR 0050)."""
+
+    code = "conflict"
+    status = 409
+    default_message = "Another node serves this machine."
+
+
 class TooManyStreams(NavigatorError):
     """The console's answer for a live stream past the bound on open ones (ADR 0010)."""
 
@@ -304,6 +317,15 @@ class RegistryConflict(RegistryAnswer):
     default_message = "The change conflicts with what the registry holds."
 
 
+class NodeReplaced(RegistryAnswer):
+    """A node instance that another instance of its machine has replaced (``registry.Replaced``):
+    its heartbeats, pushes and stop are refused, and it stops serving (SPEC §6, ADR 0050)."""
+
+    code = "replaced"
+    status = 409
+    default_message = "Another node instance has replaced this one."
+
+
 class RegistryOutage(RegistryAnswer):
     """The registry could not be read or written (``registry.RegistryUnavailable``, and any
     other registry error). Its message is always this one, or ``registry.UNWRITABLE`` for a
@@ -320,6 +342,8 @@ def from_registry(error: registry.RegistryError) -> RegistryAnswer:
     written by the registry."""
     if isinstance(error, registry.NotFound):
         return NotInRegistry(str(error))
+    if isinstance(error, registry.Replaced):
+        return NodeReplaced(str(error))
     if isinstance(error, registry.Conflict):
         return RegistryConflict(str(error))
     if isinstance(error, registry.RegistryUnavailable) and error.writes:

@@ -52,6 +52,9 @@ class Limits:
     #: verdict holds (``navigator.nodes.probes``).
     node_probe_s: float = 0.25
     node_probe_every_s: float = 1.0
+    #: How long the navigator waits for the instance answering at a machine's registered URL
+    #: before another instance takes the machine over (``navigator.nodes.identity``).
+    node_instance_probe_s: float = 1.0
     #: Heartbeats a machine may miss before it is "not answering".
     missed_heartbeats: int = 3
     #: Room kept for the JSON-RPC envelope and ``_meta`` around a tool's structured content.

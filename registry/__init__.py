@@ -54,6 +54,7 @@ from registry.errors import (
     NotFound,
     RegistryError,
     RegistryUnavailable,
+    Replaced,
     SeatNotPlaced,
 )
 from registry.grant_reads import (
@@ -86,6 +87,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "RegistryUnavailable",
+    "Replaced",
     "SeatNotPlaced",
     "SessionRecord",
     "SessionRules",

@@ -20,6 +20,7 @@ from registry.catalog_reads import CatalogReader
 from registry.catalog_records import AssignmentRecord, MachineRecord, NewTool, machine_record
 from registry.errors import Conflict, NotFound, SeatNotPlaced
 from registry.models import Assignment, Machine, NodeKey, Revision, Seat, Tool, utcnow
+from registry.node_instances import check_instance, stop_instance, take_instance
 
 __all__ = ["CatalogStore"]
 
@@ -105,8 +106,18 @@ class CatalogStore(CatalogReader):
         record_change(self.session, "machine.add", name)
         return machine_record(machine)
 
-    def register_node(self, name: str, *, advertise_url: str, heartbeat_s: float) -> bytes:
-        """A node (re)registers its machine: idempotent; returns the machine's call-token key."""
+    def register_node(
+        self,
+        name: str,
+        *,
+        advertise_url: str,
+        heartbeat_s: float,
+        instance: str | None = None,
+        judged: str | None = None,
+        replace: bool = False,
+    ) -> bytes:
+        """A node (re)registers its machine: idempotent; returns the machine's call-token key.
+        ``instance`` takes the machine over from ``judged`` (``node_instances.take_instance``)."""
         self._write()
         machine = self.session.execute(
             select(Machine).where(Machine.name == name)
@@ -116,6 +127,7 @@ class CatalogStore(CatalogReader):
             self.session.add(machine)
         elif machine.retired_at is not None:
             raise Conflict("The machine was retired by an operator.")
+        take_instance(self.session, machine, instance, judged=judged, replace=replace)
         machine.advertise_url = advertise_url
         machine.heartbeat_s = heartbeat_s
         machine.last_heartbeat_at = utcnow()
@@ -131,12 +143,29 @@ class CatalogStore(CatalogReader):
             self.session.flush()
         return key.key
 
-    def heartbeat(self, name: str) -> datetime:
+    def heartbeat(self, name: str, instance: str | None = None) -> datetime:
         machine = self._machine(name)
         if machine.retired_at is not None:
             raise Conflict("The machine was retired by an operator.")
+        check_instance(machine, instance)
         machine.last_heartbeat_at = utcnow()
         return machine.last_heartbeat_at
+
+    def check_node_instance(self, name: str, instance: str | None) -> None:
+        """Before a node's push: ``instance`` serves ``name`` (a machine not there yet, too)."""
+        try:
+            check_instance(self._machine(name), instance)
+        except NotFound:
+            return
+
+    def stop_node(self, name: str, instance: str) -> bool:
+        """A node instance stopped cleanly: its machine is not answering from now on; whether
+        it was the instance serving it (``node_instances.stop_instance``)."""
+        self._write()
+        stopped = stop_instance(self._machine(name), instance)
+        if stopped:
+            self.log_change(name)
+        return stopped
 
     def check_writes(self) -> None:
         """A write that lands as a heartbeat's does, and changes nothing: the first machine's row

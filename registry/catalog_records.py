@@ -38,6 +38,14 @@ class MachineRecord:
     heartbeat_s: float
     last_heartbeat_at: datetime | None
     retired_at: datetime | None
+    #: The node instance serving it, and since when (``Machine.instance_id``, ``instance_since``).
+    instance: str | None = None
+    instance_since: datetime | None = None
+
+    @property
+    def stopped_at(self) -> datetime | None:
+        """When its node stopped cleanly, if no node registered since (SPEC §6)."""
+        return self.instance_since if self.instance is None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +93,8 @@ def machine_record(machine: Machine) -> MachineRecord:
         heartbeat_s=machine.heartbeat_s,
         last_heartbeat_at=machine.last_heartbeat_at,
         retired_at=machine.retired_at,
+        instance=machine.instance_id,
+        instance_since=machine.instance_since,
     )
 
 

@@ -59,6 +59,8 @@ MACHINE_RECORDS = select(
     Machine.heartbeat_s,
     Machine.last_heartbeat_at,
     Machine.retired_at,
+    Machine.instance_id,
+    Machine.instance_since,
 ).order_by(Machine.name)
 
 

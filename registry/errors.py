@@ -6,7 +6,8 @@
     ├── NotFound                  no such machine, assignment, seat, principal or grant
     └── Conflict                  the change contradicts what is stored (a duplicate name, a bound
         │                         node principal registering another machine)
-        └── SeatNotPlaced         a node registering a mesh seat no operator placed on it
+        ├── SeatNotPlaced         a node registering a mesh seat no operator placed on it
+        └── Replaced              a node instance another instance of its machine has replaced
 
 Storage exceptions are translated in one place (`registry.database.translate_errors`) and chained
 with ``from``; their text never becomes a message, since it may hold queries or values.
@@ -21,6 +22,7 @@ __all__ = [
     "NotFound",
     "RegistryError",
     "RegistryUnavailable",
+    "Replaced",
     "SeatNotPlaced",
 ]
 
@@ -57,6 +59,11 @@ class SeatNotPlaced(Conflict):
 
     def __init__(self) -> None:
         super().__init__(SEAT_NOT_PLACED)
+
+
+class Replaced(Conflict):
+    """A node instance's heartbeat, push or stop, after another instance of its machine took
+    the machine over (SPEC §6): the old instance stops serving rather than register again."""
 
 
 #: Why a node's claim of a seat is refused, and the next step.

@@ -97,6 +97,12 @@ class Machine(Base):
     last_heartbeat_at: Mapped[datetime | None]
     retired_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: The node instance serving the machine (an id it made at its start, not a secret): one at a
+    #: time (SPEC §6). ``None`` when its node registered without one, or stopped cleanly.
+    instance_id: Mapped[str | None] = mapped_column(String(64))
+    #: Since when ``instance_id`` serves the machine; with no instance, since when its node
+    #: stopped cleanly (``registry.node_instances``).
+    instance_since: Mapped[datetime | None]
 
     assignments: Mapped[list[Assignment]] = relationship(
         back_populates="machine", cascade="all, delete-orphan"

@@ -265,6 +265,14 @@ def node_serve(
             " touch the server's files (refused otherwise).",
         ),
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            envvar="MESHNAV_REPLACE",
+            help="Take the machine over from a node that still serves it; that node stops.",
+        ),
+    ] = False,
 ) -> None:
     """Run a node agent serving this machine's modules."""
     from pydantic import ValidationError
@@ -311,6 +319,7 @@ def node_serve(
             "tls_cert": tls_cert,
             "tls_key": tls_key,
             "allow_privileged_role": allow_privileged_role,
+            "replace": replace,
         }
         if heartbeat is not None:
             values["heartbeat_s"] = heartbeat

@@ -1,24 +1,33 @@
-"""Node enrolment and heartbeats (``mesh:node``; a node principal speaks only for its machine)."""
+"""Node enrolment, heartbeats and a clean stop (``mesh:node``; a node principal speaks only for
+its machine). Each names the node instance it comes from: one serves a machine at a time
+(``navigator.catalog.instances``, ADR 0050)."""
 
 from __future__ import annotations
 
 import base64
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 from starlette.requests import Request
 
+from mesh.instances import INSTANCE_BYTES
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
 from navigator.access.tokens import NODE_SCOPE
 from navigator.api.access import HttpUrl, ModuleName, Scope
 from navigator.api.base import read_body, require_scope
+from navigator.catalog.instances import NodeInstances
 from navigator.catalog.registrar import AssignmentSpec
 from navigator.errors import InvalidArguments
 from navigator.http.bodies import Body
 from navigator.services import services
 
-__all__ = ["heartbeat", "register_node", "update_assignment"]
+__all__ = ["heartbeat", "register_node", "stop_node", "update_assignment"]
+
+#: A node instance's id (``mesh.instances``): random URL-safe text, no secret.
+InstanceId = Annotated[
+    str, StringConstraints(min_length=1, max_length=INSTANCE_BYTES, pattern=r"^[A-Za-z0-9_-]+$")
+]
 
 
 class AssignmentBody(Body):
@@ -35,6 +44,14 @@ class NodeRegistration(Body):
     advertise: HttpUrl
     heartbeat_s: float = Field(alias="heartbeatS", ge=MIN_HEARTBEAT_S, le=MAX_HEARTBEAT_S)
     assignments: list[AssignmentBody] = Field(max_length=256)
+    #: The registering node instance; none from a node that has no instance id.
+    instance: InstanceId | None = None
+    #: Take the machine over even from an instance that still answers (``--replace``).
+    replace: bool = False
+
+
+class InstanceBody(Body):
+    instance: InstanceId
 
 
 def _spec(body: AssignmentBody, advertise: str) -> AssignmentSpec:
@@ -58,12 +75,16 @@ async def register_node(request: Request) -> dict[str, Any]:
     caller = require_scope(request, NODE_SCOPE)
     body = await read_body(request, NodeRegistration)
     services(request).connections.destinations.check_url(body.advertise, "/advertise")
-    key, result = await services(request).registrar.register_node(
+    registrar = services(request).registrar
+    await registrar.bind(caller.principal, body.machine)  # before anything of the machine's
+    claim = await NodeInstances(registrar).claim(body.machine, body.instance, replace=body.replace)
+    key, result = await registrar.register_node(
         body.machine,
         principal=caller.principal,
         advertise_url=body.advertise,
         heartbeat_s=body.heartbeat_s,
         assignments=[_spec(a, body.advertise) for a in body.assignments],
+        claim=claim,
     )
     return {
         "machine": body.machine,
@@ -77,6 +98,7 @@ async def register_node(request: Request) -> dict[str, Any]:
 class AssignmentUpdate(Body):
     advertise: HttpUrl
     assignment: AssignmentBody
+    instance: InstanceId | None = None
 
 
 async def update_assignment(request: Request) -> dict[str, Any]:
@@ -93,13 +115,27 @@ async def update_assignment(request: Request) -> dict[str, Any]:
     registrar = services(request).registrar
     await registrar.bind(caller.principal, machine)
     result = await registrar.put_assignment(
-        machine, _spec(body.assignment, body.advertise), by_node=True
+        machine, _spec(body.assignment, body.advertise), by_node=True, instance=body.instance
     )
     return result.as_json()
 
 
 async def heartbeat(request: Request) -> dict[str, Any]:
+    """A node instance's heartbeat: ``replaced`` once another instance serves its machine."""
     caller = require_scope(request, NODE_SCOPE)
     machine = request.path_params["machine"]
-    await services(request).registrar.heartbeat(machine, caller.principal)
+    instance = None  # a heartbeat with no body: a node that has no instance id
+    if request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers:
+        instance = (await read_body(request, InstanceBody)).instance
+    await services(request).registrar.heartbeat(machine, caller.principal, instance)
     return {"machine": machine, "status": "answering"}
+
+
+async def stop_node(request: Request) -> dict[str, Any]:
+    """A node instance stopping cleanly: its machine is not answering from now on."""
+    caller = require_scope(request, NODE_SCOPE)
+    machine = request.path_params["machine"]
+    body = await read_body(request, InstanceBody)
+    registrar = services(request).registrar
+    stopped = await NodeInstances(registrar).stop(machine, caller.principal, body.instance)
+    return {"machine": machine, "stopped": stopped}

@@ -41,7 +41,8 @@ ROUTES = [
     ("/audit", "GET", admin.list_audit, None),
     ("/audit/verify", "GET", admin.verify_audit, None),
     ("/nodes/register", "POST", enrolment.register_node, enrolment.NodeRegistration),
-    ("/nodes/{machine}/heartbeat", "POST", enrolment.heartbeat, None),
+    ("/nodes/{machine}/heartbeat", "POST", enrolment.heartbeat, enrolment.InstanceBody),
+    ("/nodes/{machine}/stop", "POST", enrolment.stop_node, enrolment.InstanceBody),
     (
         "/nodes/{machine}/assignments/{role}",
         "PUT",

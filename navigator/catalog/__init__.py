@@ -11,6 +11,7 @@ Its modules:
     live_views       what live views are told when the catalogue changes
     following        keeping one navigator's view current while others change the registry
     registrar        changing the catalogue: registrations, retirements, seat placements
+    instances        one node per machine: which node instance may register it, a clean stop
     upstream         reading an MCP server's ``tools/list`` when it is registered by URL
     overview         the mesh as operators see it (``/api/v1/mesh``, the console)
     registry_reads   short registry reads from the event loop

@@ -1,9 +1,10 @@
 """A machine as the catalogue holds it: its record, its last heartbeat, and the status they make.
 
 A machine answers while its heartbeats come (within ``LIMITS.missed_heartbeats`` intervals of the
-last); one an operator registered by URL has none and answers until retired. The status is
-judged as of the last moment the registry took this navigator's writes (ADR 0031), so that
-heartbeats it could not record are not taken for silence.
+last); one an operator registered by URL has none and answers until retired; one whose node
+stopped cleanly (it said so) is not answering from then on, until a node registers it again.
+The status is judged as of the last moment the registry took this navigator's writes (ADR 0031),
+so that heartbeats it could not record are not taken for silence.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class MachineState:
     def status(self, now: datetime) -> str:
         if self.record.retired_at is not None:
             return RETIRED
+        if self.record.stopped_at is not None:
+            return NOT_ANSWERING
         if self.heartbeat_at is None:
             # Registered by an operator (an HTTP MCP server by URL): no heartbeat tells otherwise,
             # so answering; a call it does not answer is node_unavailable, and changes nothing here.
@@ -47,6 +50,8 @@ class MachineState:
     def heartbeats(self, now: datetime, judged: datetime) -> str | None:
         """``Catalog.heartbeats``, with ``judged`` the moment its heartbeats are judged at."""
         if self.heartbeat_at is None or self.record.retired_at is not None:
+            return None
+        if self.record.stopped_at is not None:  # its node said so: nothing missed
             return None
         if self.status(judged) != ANSWERING:
             return MISSED

@@ -29,6 +29,7 @@ from navigator.addresses import (
     is_tool_name,
     refused_name,
 )
+from navigator.catalog.instances import NO_CLAIM, InstanceClaim
 from navigator.catalog.view import Catalog
 from navigator.errors import InvalidArguments, ToolNotGranted
 from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS
@@ -195,8 +196,10 @@ class Registrar:
         advertise_url: str,
         heartbeat_s: float,
         assignments: Sequence[AssignmentSpec],
+        claim: InstanceClaim = NO_CLAIM,
     ) -> tuple[bytes, RegistrationResult]:
-        """A node (re)registers: idempotent; assignments it no longer serves are retired."""
+        """A node (re)registers: idempotent; assignments it no longer serves are retired. Its
+        ``claim`` to the machine was judged before (``navigator.catalog.instances``)."""
         result = RegistrationResult()
         prepared = []
         for spec in assignments:
@@ -216,7 +219,7 @@ class Registrar:
                 except NotFound:
                     before = None
                 key = store.register_node(
-                    machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s
+                    machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s, **claim.kept()
                 )
                 served = set()
                 for spec, tools in prepared:
@@ -257,9 +260,11 @@ class Registrar:
         grant_scope_holders: bool = False,
         by_node: bool = False,
         action: str = "register",
+        instance: str | None = None,
     ) -> RegistrationResult:
         """Register one assignment: an operator's, or a node's whose tool list changed
-        (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``)."""
+        (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``;
+        one its ``instance`` no longer serves, ``Replaced``)."""
         _check_names(machine, spec)
         result = RegistrationResult()
         holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
@@ -267,6 +272,8 @@ class Registrar:
 
         def write() -> None:
             with self.registry.transaction() as session:
+                if by_node:
+                    CatalogStore(session).check_node_instance(machine, instance)
                 _write(CatalogStore(session), machine, spec, tools, by_node=by_node, action=action)
                 if by_node:
                     CatalogStore(session).hold_to(machine, **self._node_bounds)
@@ -291,11 +298,11 @@ class Registrar:
 
         await self._changed(write)
 
-    async def heartbeat(self, machine: str, principal: str) -> None:
+    async def heartbeat(self, machine: str, principal: str, instance: str | None = None) -> None:
         def write() -> Any:
             with self.registry.transaction() as session:
                 _bind(AccessStore(session), principal, machine)
-                return CatalogStore(session).heartbeat(machine)
+                return CatalogStore(session).heartbeat(machine, instance)
 
         with self.catalog.writes.watch():  # one not recorded is no sign the node went silent
             at = await anyio.to_thread.run_sync(write)

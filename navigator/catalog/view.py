@@ -127,6 +127,8 @@ class Catalog:
         registry could have recorded; ``None`` otherwise (answering, retired, never heard of, or
         judged as of an unrecorded write). Read from the view alone: a call asks it first."""
         state = self._state.machines.get(machine)
+        if state is not None and state.record.retired_at is None and state.record.stopped_at:
+            return state.record.stopped_at  # its node stopped cleanly
         if state is None or state.heartbeat_at is None or state.record.retired_at is not None:
             return None
         judged = self._judged(state, datetime.now(UTC))

@@ -8,6 +8,7 @@ Its modules:
                   made the navigator's to relay
     bounded       HTTP clients that read at most so much of an answer
     probes        failing fast at a node the navigator knows is not answering
+    identity      which node instance answers at a node's URL (one node per machine)
     destinations  where the navigator may connect (ADR 0032)
     sdk           the private names of the pinned FastMCP, MCP SDK and httpx2 the navigator uses,
                   each behind one function, with the warning and the test that covers it

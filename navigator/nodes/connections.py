@@ -35,6 +35,7 @@ from navigator.limits import LIMITS
 from navigator.nodes import sdk
 from navigator.nodes.bounded import AnswerTooLarge, bounded_client
 from navigator.nodes.destinations import Destinations
+from navigator.nodes.identity import InstanceProbe
 from navigator.nodes.probes import Probes
 from navigator.nodes.relay import (
     READ_LIMIT,
@@ -195,6 +196,8 @@ class NodeConnections:
         )
         #: Whether a silent machine's node answers a probe (``navigator.nodes.probes``).
         self.probes = Probes(self._verify)
+        #: Which node instance answers at a URL (``navigator.nodes.identity``).
+        self.instances = InstanceProbe(self._verify, self.destinations)
 
     @property
     def verify(self) -> ssl.SSLContext:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from registry import CatalogStore, Registry
 from tests.harness import STARTUP_S, free_ports, mcp_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh")]
@@ -52,6 +53,16 @@ def test_the_demo_stops_its_nodes_when_it_is_stopped(tmp_path: Path, stop: signa
         while any(_answers(node) for node in nodes) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(_answers(node) for node in nodes), "a node outlived the demo"
+        # each node told the navigator it stopped, which was free to hear it (ADR 0050)
+        registry = Registry(f"sqlite:///{tmp_path / 'demo' / 'registry.db'}")
+        try:
+            with registry.read_transaction() as session:
+                machines = CatalogStore(session).machines()
+        finally:
+            registry.dispose()
+        assert {m.name: m.stopped_at is not None for m in machines} == dict.fromkeys(
+            ("db1", "db2", "web1"), True
+        )
         # stopping is not an error: no exit status of one, no traceback of the shutdown
         output = (tmp_path / "demo.out").read_text()
         assert demo.returncode == 0, output[-3000:]

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mesh.agent import NodeAgent
-from mesh.errors import EnrolmentFailed
+from mesh.errors import EnrolmentFailed, InstanceReplaced
 from mesh.modules import build_module, parse_module_spec
 from mesh.server import Assignment
 from mesh.settings import NodeSettings
@@ -194,3 +194,73 @@ async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registratio
             await agent.http.aclose()
     assert agent.key == b"k" * 32
     assert [a["role"] for a in bodies[0]["assignments"]] == ["node"]
+
+
+def _instance_navigator(beat: tuple[int, str]) -> tuple[Starlette, dict[str, list[Any]]]:
+    """A navigator that takes the registration, answers every heartbeat ``beat`` (status, §9
+    code) and takes a stop; what each route was sent is recorded."""
+    sent: dict[str, list[Any]] = {"register": [], "heartbeat": [], "stop": []}
+
+    async def register(request: Request) -> Response:
+        sent["register"].append(await request.json())
+        key = base64.b64encode(b"k" * 32).decode()
+        return JSONResponse({"key": key, "registeredAt": 1.0, "registered": [], "refused": []})
+
+    async def heartbeat(request: Request) -> Response:
+        sent["heartbeat"].append(await request.json())
+        status, code = beat
+        return JSONResponse({"error": code, "status": status, "message": "at http://n2:1"}, status)
+
+    async def stop(request: Request) -> Response:
+        sent["stop"].append(await request.json())
+        return JSONResponse({"machine": "n1", "stopped": True})
+
+    routes = [
+        Route("/api/v1/nodes/register", register, methods=["POST"]),
+        Route("/api/v1/nodes/n1/heartbeat", heartbeat, methods=["POST"]),
+        Route("/api/v1/nodes/n1/stop", stop, methods=["POST"]),
+    ]
+    return Starlette(routes=routes), sent
+
+
+def _agent(port: int, **settings: Any) -> NodeAgent:
+    spec = parse_module_spec("node")
+    return NodeAgent(
+        NodeSettings(
+            name="n1",
+            navigator_url=f"http://127.0.0.1:{port}",
+            token="t",
+            heartbeat_s=0.05,
+            **settings,
+        ),
+        [Assignment(spec, build_module(spec))],
+    )
+
+
+async def test_a_node_told_replaced_stops_saying_why_and_tells_no_stop() -> None:
+    app, sent = _instance_navigator((409, "replaced"))
+    async with serving(app) as port:
+        agent = _agent(port, replace=True)
+        try:
+            with anyio.fail_after(10), pytest.raises(InstanceReplaced) as replaced:
+                await agent.run()
+        finally:
+            await agent.http.aclose()
+    assert "http://n2:1" in str(replaced.value)
+    assert [r["instance"] for r in sent["register"]] == [agent.instance]
+    assert sent["register"][0]["replace"] is True
+    assert sent["heartbeat"] == [{"instance": agent.instance}]
+    assert sent["stop"] == [], "a replaced instance has nothing to stop"
+
+
+async def test_a_node_stopped_tells_the_navigator_which_instance_stops() -> None:
+    app, sent = _instance_navigator((200, "ok"))
+    async with serving(app) as port:
+        agent = _agent(port)
+        try:
+            with anyio.move_on_after(0.5):
+                await agent.run()
+        finally:
+            await agent.http.aclose()
+    assert sent["register"][0]["replace"] is False
+    assert sent["stop"] == [{"instance": agent.instance}]
