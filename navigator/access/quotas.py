@@ -1,10 +1,10 @@
 """Quotas (ADR 0041): what one principal may call, and what one node is sent at once.
 
 A principal's quota is read with its token (``Caller.quota``): calls per minute, held exactly
-over any 60 seconds (a log of the last minute's admission times, ADR 0048), and calls at once. A node — a machine —
-is sent at most ``node_concurrency`` calls at once; a call beyond that waits its turn while no
-more calls wait than are in flight, and never past its deadline. Anything over is
-``rate_limited`` with ``retryAfterS``, and is not sent.
+over any 60 seconds (a log of the last minute's admission times, ADR 0048), and calls at once.
+A node — a machine — is sent at most ``node_concurrency`` calls at once; a call beyond that
+waits its turn while no more calls wait than are in flight, and never past its deadline.
+Anything over is ``rate_limited`` with ``retryAfterS``, and is not sent.
 
 Each navigator holds its own counts in memory: a call pays no registry write. Several navigators
 on one registry each take their share (``navigators``): a limit of N is N / navigators each,
@@ -140,7 +140,8 @@ class Quotas:
             per_minute = share(quota.rate_per_minute, self.navigators)
             counts.forget_before(now)
             if len(counts.admitted) >= per_minute:
-                return RateLimited(_PRINCIPAL_RATE, retry_after_s=counts.room_after(now, per_minute))
+                room_after = counts.room_after(now, per_minute)
+                return RateLimited(_PRINCIPAL_RATE, retry_after_s=room_after)
         return None
 
     def _counts(self, principal: str) -> _Principal:
