@@ -23,7 +23,9 @@ from tests.navigator.api.test_node_api import bearer, navigator, registration
 async def test_the_api_refuses_a_seat_named_as_a_node_seat(tmp_path: Path) -> None:
     async with navigator(tmp_path) as (client, tokens, services):
         body = registration("web1", "http://10.0.0.1:7801")
-        body["assignments"].append({"role": "fail2ban", "module": "stdio", "kind": "node_seat", "tools": []})
+        body["assignments"].append(
+            {"role": "fail2ban", "module": "stdio", "kind": "node_seat", "tools": []}
+        )
         registered = await client.post(
             "/api/v1/nodes/register", json=body, headers=bearer(tokens["node-a"])
         )
