@@ -22,6 +22,8 @@ import pytest
 
 from tests.harness import MeshHarness
 from tests.reliability.test_stopping import ECHO_MODULE
+from tests.security.test_sessions import ACCEPT
+from tests.security.test_sessions import INITIALIZE as OPENING
 
 pytestmark = [pytest.mark.e2e]
 
@@ -29,16 +31,10 @@ PENDING = 3
 #: The navigator's connections: fewer than the calls one principal leaves waiting on a person.
 CONNECTIONS = 12
 CALLS = 16
-ACCEPT = {"Accept": "application/json, text/event-stream"}
+#: A legacy-era client that can show forms (and will never answer one).
 INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {"form": {}}},
-        "clientInfo": {"name": "never-answers", "version": "1"},
-    },
+    **OPENING,
+    "params": {**OPENING["params"], "capabilities": {"elicitation": {"form": {}}}},  # type: ignore[dict-item]
 }
 
 

@@ -23,18 +23,8 @@ from navigator.settings import NavigatorSettings
 from registry import AccessStore, Quota
 from registry.audit import AuditFilter, AuditStore
 from tests.harness import serving, tool_result
+from tests.security.test_sessions import ACCEPT, INITIALIZE
 
-ACCEPT = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "agent", "version": "1"},
-    },
-}
 CALL = {"address": "m1/r/t", "args": {}}
 
 
