@@ -16,8 +16,11 @@ from typer.testing import CliRunner
 
 from meshnav.cli import app
 from registry import CatalogStore, Registry
-from registry.errors import SEAT_IS_NODE_SEAT
+from registry.errors import SEAT_IS_NODE_SEAT, SeatIsNodeSeat
 from tests.navigator.api.test_node_api import bearer, navigator, registration
+from tests.registry.conftest import database_url, registry
+
+__all__ = ["database_url", "registry"]  # the registry's fixtures: SQLite and PostgreSQL
 
 
 async def test_the_api_refuses_a_seat_named_as_a_node_seat(tmp_path: Path) -> None:
@@ -63,3 +66,17 @@ def test_the_cli_refuses_a_seat_named_node(tmp_path: Path, monkeypatch: pytest.M
     registry = Registry(database)
     with registry.transaction() as session:
         assert CatalogStore(session).seats() == {}
+
+
+@pytest.mark.parametrize("seat", ["node", "fail2ban"])
+def test_the_registry_refuses_a_seat_named_as_a_node_seat(registry: Registry, seat: str) -> None:
+    """On SQLite and PostgreSQL, whoever writes (the API, the CLI's direct path, a test)."""
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment(
+            "web1", "fail2ban", module="stdio", tools=[], kind="node_seat"
+        )
+    with pytest.raises(SeatIsNodeSeat), registry.transaction() as session:
+        CatalogStore(session).place_seat(seat, "web1", "files")
+    with registry.transaction() as session:
+        CatalogStore(session).place_seat("backup", "web1", "files")  # any other name: placed
+        assert set(CatalogStore(session).seats()) == {"backup"}
