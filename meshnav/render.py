@@ -44,14 +44,15 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 @functools.cache
 def _unsafe(lines: bool) -> re.Pattern[str]:
-    """A class of every unsafe character (a newline left out when ``lines``), built once."""
+    """A class of every unsafe character (newline and tab left out when ``lines``), built
+    once."""
     ranges = (range(0x20000), range(0xE0000, 0xE1000))
     unsafe = [
         chr(point)
         for within in ranges
         for point in within
         if unicodedata.category(chr(point)) in _UNSAFE_CATEGORIES
-        and not (lines and chr(point) == "\n")
+        and not (lines and chr(point) in "\n\t")
     ]
     return re.compile("[" + "".join(re.escape(c) for c in unsafe) + "]")
 
@@ -70,9 +71,9 @@ def _escape(found: re.Match[str]) -> str:
 def escaped(text: object, *, lines: bool = False) -> str:
     r"""``text`` safe to print to a terminal: each character it would obey rather than show is
     written as its escape — ``\x1b``, ``\x9b``, ``\u202e``, ``\U000e0041``. With ``lines``, a
-    newline is kept (a description's paragraphs); otherwise it is escaped too, so that one
-    string can never draw what looks like another row. The one function every catalogue and
-    audit string the CLI prints passes through."""
+    newline and a tab are kept (a description's paragraphs, a tool's text); otherwise they are
+    escaped too, so that one string can never draw what looks like another row. The one
+    function every catalogue and audit string the CLI prints passes through."""
     return _unsafe(lines).sub(_escape, str(text))
 
 
