@@ -60,11 +60,19 @@ def _call(request_id: int, tool: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
+#: The streams read so far, each kept referenced: a client that never answers holds its
+#: connection (a line iterator let go is closed when collected, and its connection with it).
+_HELD: list[Any] = []
+
+
 async def _first_message(answer: httpx.Response) -> dict[str, Any]:
-    """The first JSON-RPC message of an answer: its one JSON body, or its stream's first event."""
+    """The first JSON-RPC message of an answer: its one JSON body, or its stream's first event,
+    the stream left open."""
     if answer.headers["content-type"].startswith("application/json"):
         return json.loads(await answer.aread())  # type: ignore[no-any-return]
-    async for line in answer.aiter_lines():
+    lines = answer.aiter_lines()
+    _HELD.append(lines)
+    while (line := await anext(lines, None)) is not None:
         if line.startswith("data:") and line[5:].strip():
             return json.loads(line[5:])  # type: ignore[no-any-return]
     raise AssertionError("the stream ended with no message")
@@ -82,12 +90,16 @@ async def _session(http: httpx.AsyncClient) -> dict[str, str]:
 async def _asked(
     stack: AsyncExitStack, http: httpx.AsyncClient, session: dict[str, str], request: Any
 ) -> dict[str, Any]:
-    """Send ``request`` and read its first message, leaving the answer open (never answering a
-    question it asks)."""
-    answer = await stack.enter_async_context(
-        http.stream("POST", "/mcp", json=request, headers=session)
-    )
-    return await _first_message(answer)
+    """Send ``request`` and read its first message: a question is left open, never answered (its
+    connection held); an answer is read and closed, as any client does."""
+    sent = http.build_request("POST", "/mcp", json=request, headers=session)
+    answer = await http.send(sent, stream=True)
+    first = await _first_message(answer)
+    if "method" in first:
+        stack.push_async_callback(answer.aclose)
+    else:
+        await answer.aclose()
+    return first
 
 
 @pytest.fixture
@@ -124,6 +136,7 @@ async def test_questions_past_the_bound_are_not_asked_and_health_answers(
             only_a_person = await _asked(stack, agent, session, _call(99, "fail"))
             async with httpx.AsyncClient(base_url=mesh.navigator_url, timeout=10) as probe:
                 health = await probe.get("/healthz")
+    _HELD.clear()
     questions = [m for m in firsts if m.get("method") == "elicitation/create"]
     tokens = [m["result"]["structuredContent"] for m in firsts if "result" in m]
     assert len(questions) == PENDING, firsts
