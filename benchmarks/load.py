@@ -8,9 +8,13 @@ mismatched ones (another request's, another machine's), the navigator's CPU per 
 RSS and open descriptors before and after. With ``--faults``, a node is stopped (SIGSTOP) after a
 third of the run, for a third of it or three heartbeat intervals and 10 s, whichever is longer,
 then resumed: once it is not answering its calls are expected to answer ``node_unavailable`` at
-once, and every other operation as usual.
+once, and every other operation as usual. With ``--hammer K``, the run is made twice: alone, then
+beside K clients of another principal calling as fast as they can past a quota of one call a
+minute — each of its calls refused ``rate_limited`` — and prints the agents' operations a second
+in both, and how many refusals a second the navigator answered meanwhile (ADR 0048: a refusal
+must cost far less than a call).
 
-Usage: python benchmarks/load.py [--agents N] [--operations M] [--faults]
+Usage: python benchmarks/load.py [--agents N] [--operations M] [--faults] [--hammer K]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +43,7 @@ from fastmcp import Client  # noqa: E402
 from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
 
 from benchmarks.call_overhead import _percentile, register_backend  # noqa: E402
+from registry import AccessStore, Quota  # noqa: E402
 from tests.harness import MeshHarness, start_backend, stop  # noqa: E402
 
 MACHINES = ("db1", "db2")
@@ -172,6 +178,69 @@ async def _direct(backend_url: str, agents: int, operations: int, tally: Tally) 
     return time.perf_counter() - started
 
 
+HAMMER_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "call", "arguments": {"address": "bench1/echo/echo", "args": {}}},
+}
+
+
+async def _hammer(url: str, token: str, clients: int, seconds: float) -> None:
+    """``clients`` plain HTTP clients of one legacy-era session each, calling for ``seconds``,
+    each call refused: prints the refusals a second. Run in a process of its own
+    (``--hammer-at``), so that its clients' own work is not the agents'."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    refused = 0
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "hammer", "version": "1"},
+        },
+    }
+
+    async def client(http: httpx.AsyncClient, deadline: float) -> None:
+        nonlocal refused
+        opened = await http.post("/mcp", json=opening)
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post("/mcp", json=ready, headers=session)
+        while time.perf_counter() < deadline:
+            answer = await http.post("/mcp", json=HAMMER_CALL, headers=session)
+            refused += "rate_limited" in answer.text
+
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(http, started + seconds) for _ in range(clients)))
+    print(f"hammer: {refused} calls refused in {seconds:.0f} s ({refused / seconds:.0f}/s)")
+
+
+async def _beside_hammer(
+    url: str, token: str, hammer: str, clients: int, agents: int, operations: int
+) -> tuple[float, float]:
+    """The agents' operations a second alone, then beside the hammer (another process)."""
+    alone_s, done = await _agents(url, token, agents, operations, Tally())
+    hammering = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--hammer-at",
+        url,
+        "--hammer",
+        str(clients),
+        "--hammer-for",
+        f"{alone_s * 2 + 5:.0f}",
+        env={**os.environ, "MESHNAV_HAMMER_TOKEN": hammer},
+    )
+    await asyncio.sleep(2)  # its sessions opened, its calls refused
+    beside_s, _ = await _agents(url, token, agents, operations, Tally())
+    await hammering.wait()
+    return done / alone_s, done / beside_s
+
+
 def _usage(process: psutil.Process) -> tuple[float, int, int]:
     times = process.cpu_times()
     return times.user + times.system, process.memory_info().rss, process.num_fds()
@@ -197,6 +266,10 @@ async def main(options: argparse.Namespace) -> None:
             token = mesh.principal("bench")
             admin = mesh.principal("bench-admin", ["mesh:admin"])
             mesh.grant("bench", "*/*/*")
+            hammer = mesh.principal("hammer")
+            mesh.grant("hammer", "*/*/*")
+            with mesh.registry.transaction() as session:
+                AccessStore(session).set_quota("hammer", Quota(rate_per_minute=1))
             mesh.start_navigator()
             for machine in MACHINES:
                 mesh.start_node(machine, ["node", f"sqlite:{root / machine}"])
@@ -206,6 +279,15 @@ async def main(options: argparse.Namespace) -> None:
             await _agents(mesh.navigator_url, token, 4, 8, warm)  # every path opened once
             if warm.lost or warm.errors or warm.mismatched:
                 raise SystemExit(f"the warm-up failed: {vars(warm)}")
+            if options.hammer:
+                alone, beside = await _beside_hammer(
+                    mesh.navigator_url, token, hammer, options.hammer, agents, operations
+                )
+                print(
+                    f"agents: {alone:.0f} operations/s alone, {beside:.0f}/s beside the hammer "
+                    f"({beside / alone:.2f}x)"
+                )
+                return
             cpu_before, rss_before, fds_before = _usage(navigator)
             tally = Tally()
             run = _agents(mesh.navigator_url, token, agents, operations, tally)
@@ -264,4 +346,14 @@ if __name__ == "__main__":
     arguments.add_argument("--agents", type=int, default=50, help="concurrent agents (N)")
     arguments.add_argument("--operations", type=int, default=200, help="operations each (M)")
     arguments.add_argument("--faults", action="store_true", help="stop db2 for a third")
-    asyncio.run(main(arguments.parse_args()))
+    arguments.add_argument(
+        "--hammer", type=int, default=0, help="clients of a principal refused, beside the run"
+    )
+    arguments.add_argument("--hammer-at", help=argparse.SUPPRESS)  # the hammer's own process
+    arguments.add_argument("--hammer-for", type=float, default=30.0, help=argparse.SUPPRESS)
+    given = arguments.parse_args()
+    if given.hammer_at:
+        token = os.environ["MESHNAV_HAMMER_TOKEN"]
+        asyncio.run(_hammer(given.hammer_at, token, given.hammer, given.hammer_for))
+    else:
+        asyncio.run(main(given))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escaped", "is_printable"]
+__all__ = ["escape", "escaped", "is_printable"]
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
-def _escape(char: str) -> str:
+def escape(char: str) -> str:
+    """One character's escape: ``\\x1b``, ``\\u202e``, ``\\U000e0041``."""
     code = ord(char)
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -27,13 +28,15 @@ def _escape(char: str) -> str:
     return f"\\U{code:08x}"
 
 
-def escaped(text: str) -> str:
+def escaped(text: str, *, keep: str = "") -> str:
     """``text`` with every character Python does not print (``str.isprintable``: control and
-    format characters, separators but the space, lone surrogates) written as its escape — one
-    line, inert. The audit trail stores text through it too (``registry.audit_bounds``)."""
+    format characters — bidi overrides, zero-width and tag characters —, separators but the
+    space, lone surrogates) written as its escape — one line, inert — but those in ``keep`` (a
+    text's own newlines and tabs, where lines are wanted). Log lines, the audit trail
+    (``registry.audit_bounds``) and everything the command line prints go through it."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else _escape(c) for c in text)
+    return "".join(c if c.isprintable() or c in keep else escape(c) for c in text)
 
 
 def is_printable(text: str) -> bool:

@@ -1,7 +1,10 @@
-"""Terminal views of the mesh, drawn with Rich from the same walker tools an agent uses.
+r"""Terminal views of the mesh, drawn with Rich from the same walker tools an agent uses.
 
-Every string from the mesh (a tool's title, an address, a principal) is drawn as ``Text``, never
-as Rich markup: a title of "[/]" is a title, not a closing tag.
+Every string from the mesh or the audit trail (a tool's title or description, an address, a
+principal, an audit target) is drawn as ``Text``, never as Rich markup — a title of "[/]" is a
+title, not a closing tag — and passes ``escaped`` first: a control character is shown as its
+escape (``\x1b``, ``\u202e``), never sent to the terminal, which would obey it (move the cursor,
+clear the screen, reverse the text that follows, hide a word).
 """
 
 from __future__ import annotations
@@ -16,22 +19,56 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from mesh.text import escaped as text_escaped
+
 __all__ = [
     "contract_view",
+    "escaped",
     "grants_table",
+    "json_text",
     "mesh_tree",
     "principals_table",
     "registration_view",
     "search_table",
+    "shown",
 ]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
 
 
+def escaped(text: object, *, lines: bool = False) -> str:
+    r"""``text`` safe to print to a terminal: each character it would obey rather than show is
+    written as its escape — ``\x1b``, ``\x9b``, ``\u202e``, ``\U000e0041``. With ``lines``, a
+    newline and a tab are kept (a description's paragraphs, a tool's text); otherwise they are
+    escaped too, so that one string can never draw what looks like another row. The one
+    function every catalogue and audit string the CLI prints passes through."""
+    return text_escaped(str(text), keep="\n\t" if lines else "")
+
+
+def shown(text: object, style: str = "", *, lines: bool = False) -> Text:
+    """``escaped(text)`` as Rich ``Text`` (never markup), in ``style``."""
+    return Text(escaped(text, lines=lines), style=style)
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    r"""``value`` as JSON a terminal only shows: JSON escapes C0 controls itself, and the other
+    unsafe characters (C1, bidi, zero-width, tags) are written as ``\uXXXX`` escapes too —
+    the same JSON value, read back."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if text.isprintable():
+        return text
+    # JSON writes no newline inside a string: a newline here is the layout's own
+    return "".join(c if c.isprintable() or c == "\n" else _json_escape(c) for c in text)
+
+
+def _json_escape(char: str) -> str:
+    return json.dumps(char, ensure_ascii=True)[1:-1]
+
+
 def _status(status: str | None) -> Text:
     if not status:
         return Text("")
-    return Text(f"● {status}", style=STATUS_STYLE.get(status, "yellow"))
+    return shown(f"● {status}", STATUS_STYLE.get(status, "yellow"))
 
 
 def _count(number: int, noun: str) -> str:
@@ -39,10 +76,10 @@ def _count(number: int, noun: str) -> str:
 
 
 def _label(entry: dict[str, Any]) -> Text:
-    label = Text(entry["address"], style="bold")
-    label.append(f"  {entry['kind']}", style="cyan")
+    label = shown(entry["address"], "bold")
+    label.append(f"  {escaped(entry['kind'])}", style="cyan")
     if entry.get("module") and entry["kind"] != "tool":
-        label.append(f"  {entry['module']}", style="magenta")
+        label.append(f"  {escaped(entry['module'])}", style="magenta")
     if "tools" in entry:
         label.append(f"  {_count(entry['tools'], 'tool')}", style="blue")
     if "holderCount" in entry:
@@ -51,15 +88,15 @@ def _label(entry: dict[str, Any]) -> Text:
         label.append("  ")
         label.append_text(_status(entry["status"]))
     if entry.get("heartbeats"):  # why the status is what it is (ADR 0031)
-        label.append(f" (heartbeats {entry['heartbeats']})", style="dim")
+        label.append(f" (heartbeats {escaped(entry['heartbeats'])})", style="dim")
     if entry.get("summary"):
-        label.append(f"  {entry['summary']}", style="dim")
+        label.append(f"  {escaped(entry['summary'])}", style="dim")
     return label
 
 
 def mesh_tree(listing: dict[str, Any]) -> Tree:
     """The mesh (or one prefix of it) as ``walker.mesh_listing`` lists it, two levels deep."""
-    root = Tree(Text(listing["address"] or "mesh", style="bold underline"))
+    root = Tree(shown(listing["address"] or "mesh", "bold underline"))
     for entry in listing["entries"]:
         branch = root.add(_label(entry))
         for inner in entry.get("entries", ()):
@@ -81,30 +118,31 @@ def search_table(found: dict[str, Any]) -> Table:
             address += f"  ({result['holderCount']} holders)"
         table.add_row(
             str(rank),
-            Text(address),
-            Text(result["title"]),
+            shown(address),
+            shown(result["title"]),
             _status(result["status"]),
-            Text(result["summary"]),
+            shown(result["summary"]),
         )
     return table
 
 
 def contract_view(contract: dict[str, Any]) -> RenderableType:
-    head = Text(contract["address"], style="bold")
+    head = shown(contract["address"], "bold")
     head.append("  ")
     head.append_text(_status(contract.get("status")))
     head.append(
-        f"\nconfirmation: {contract['confirmation']}"
-        f"   digest: {contract.get('contractDigest', '')[:16]}…"
+        f"\nconfirmation: {escaped(contract['confirmation'])}"
+        f"   digest: {escaped(contract.get('contractDigest', '')[:16])}…"
     )
-    parts: list[RenderableType] = [head, Text(contract.get("description") or "")]
+    description = shown(contract.get("description") or "", lines=True)
+    parts: list[RenderableType] = [head, description]
     for name in ("inputSchema", "outputSchema"):
         if name in contract:  # wrapped, never cut: a schema is read, and copied, whole
-            schema = Syntax(json.dumps(contract[name], indent=2), "json", word_wrap=True)
+            schema = Syntax(json_text(contract[name], indent=2), "json", word_wrap=True)
             parts.append(Panel(schema, title=name))
     if "annotations" in contract:
-        parts.append(Text("annotations: " + json.dumps(contract["annotations"]), style="dim"))
-    return Panel(Group(*parts), title=Text(contract["title"]))
+        parts.append(shown("annotations: " + json_text(contract["annotations"]), "dim"))
+    return Panel(Group(*parts), title=shown(contract["title"]))
 
 
 def grants_table(rows: list[dict[str, Any]]) -> Table:
@@ -112,14 +150,14 @@ def grants_table(rows: list[dict[str, Any]]) -> Table:
     for column in ("id", "principal", "effect", "target", "scopes", "revision"):
         table.add_column(column, no_wrap=column in ("principal", "target"))
     for row in rows:
-        effect = Text(row["effect"], style="green" if row["effect"] == "allow" else "red")
+        effect = shown(row["effect"], "green" if row["effect"] == "allow" else "red")
         table.add_row(
-            str(row["id"]),
-            Text(row["principal"]),
+            shown(row["id"]),
+            shown(row["principal"]),
             effect,
-            Text(row["target"]),
-            Text(" ".join(row["scopes"])),
-            str(row["revision"]),
+            shown(row["target"]),
+            shown(" ".join(row["scopes"])),
+            shown(row["revision"]),
         )
     return table
 
@@ -131,22 +169,22 @@ def principals_table(rows: list[dict[str, Any]]) -> Table:
     """Principals as ``principal list`` gives them: never a token, only what it may do."""
     table = Table(title="principals")
     quotas = [_quota(row) for row in rows]
-    shown = ["name", "scopes", "machine", "expires", "status"]
+    columns = ["name", "scopes", "machine", "expires", "status"]
     if any(quotas):  # a column only where some principal has a quota (ADR 0041)
-        shown.insert(4, "quota")
-    for column in shown:
+        columns.insert(4, "quota")
+    for column in columns:
         table.add_column(column, no_wrap=column == "name")
     for row, quota in zip(rows, quotas, strict=True):
         status = row.get("status") or ("revoked" if row.get("revoked") else "active")
         cells = [
-            Text(row["name"]),
-            Text(" ".join(row["scopes"])),
-            Text(row.get("machine") or "—"),
-            Text(row.get("expiresAt") or "never"),
-            Text(status, style=PRINCIPAL_STYLE.get(status, "")),
+            shown(row["name"]),
+            shown(" ".join(row["scopes"])),
+            shown(row.get("machine") or "—"),
+            shown(row.get("expiresAt") or "never"),
+            shown(status, PRINCIPAL_STYLE.get(status, "")),
         ]
-        if "quota" in shown:
-            cells.insert(4, Text(quota or "—"))
+        if "quota" in columns:
+            cells.insert(4, shown(quota or "—"))
         table.add_row(*cells)
     return table
 
@@ -162,7 +200,7 @@ def _quota(row: dict[str, Any]) -> str:
 def registration_view(answer: dict[str, Any]) -> RenderableType:
     """What ``register`` did: the tools registered, and each refused one with its reason."""
     registered = answer.get("registered", [])
-    head = Text(f"{answer.get('assignment', '')}: registered {_count(len(registered), 'tool')}")
+    head = shown(f"{answer.get('assignment', '')}: registered {_count(len(registered), 'tool')}")
     refused = answer.get("refused", [])
     if not refused:
         return head
@@ -170,7 +208,7 @@ def registration_view(answer: dict[str, Any]) -> RenderableType:
     table.add_column("name", no_wrap=True)
     table.add_column("reason")
     for row in refused:
-        table.add_row(Text(row["name"]), Text(row["reason"]))
+        table.add_row(shown(row["name"]), shown(row["reason"]))
     return Group(head, table)
 
 
@@ -186,13 +224,13 @@ def audit_table(events: list[dict[str, Any]]) -> Table:
         grant = event["grant"]
         ms = event["durationMs"]
         table.add_row(
-            Text(event["at"][:23].replace("T", " ")),
-            Text(event["principal"] or "—"),
-            Text(event["action"]),
-            Text(event["target"]),
-            Text(event["outcome"], style=OUTCOME_STYLE.get(event["outcome"], "red")),
-            Text("—" if grant is None else f"{grant['id']} r{grant['revision']}"),
-            Text("" if ms is None else f"{ms:.1f}"),
-            Text(event["instance"], style="dim"),
+            shown(event["at"][:23].replace("T", " ")),
+            shown(event["principal"] or "—"),
+            shown(event["action"]),
+            shown(event["target"]),
+            shown(event["outcome"], OUTCOME_STYLE.get(event["outcome"], "red")),
+            shown("—" if grant is None else f"{grant['id']} r{grant['revision']}"),
+            shown("" if ms is None else f"{ms:.1f}"),
+            shown(event["instance"], "dim"),
         )
     return table

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from navigator.errors import InvalidAddress
+from registry.errors import NODE_SEAT, SEAT_IS_NODE_SEAT
 
 __all__ = [
     "MAX_ADDRESS_LENGTH",
@@ -70,6 +71,8 @@ def check_placement(seat: str, machine: str, role: str) -> None:
     the assignment when it is new, so every name must be one an address can hold."""
     if not is_name(seat):
         raise refused_name("seat")
+    if seat == NODE_SEAT:  # any other node seat's role is refused where the registry knows it
+        raise InvalidAddress(SEAT_IS_NODE_SEAT)
     if not is_machine_name(machine):
         raise refused_name("machine")
     if not is_name(role):

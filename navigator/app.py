@@ -29,6 +29,7 @@ from navigator.api import API_PREFIX
 from navigator.api.routes import api_routes, no_route
 from navigator.catalog.registry_writes import registry_writes
 from navigator.console import console_routes, is_console_path
+from navigator.mcp.early import QuotaRefusals
 from navigator.mcp.server import build_mcp, running
 from navigator.mcp.sessions import SessionBook
 from navigator.mcp.stopping import Stopping
@@ -259,8 +260,10 @@ def build_app(
         )
 
     resource_server = ResourceServer.of(settings)
+    # a call the caller's quota refuses is answered before the MCP app (ADR 0048)
+    refusing = QuotaRefusals(sessions, services.navigator.quotas, services.navigator.audit)  # type: ignore[arg-type]
     app = NavigatorApp(
-        mcp=Challenges(guard(sessions), resource_server),  # type: ignore[arg-type]
+        mcp=Challenges(guard(refusing), resource_server),  # type: ignore[arg-type]
         stopping=stopping,
         routes=[
             Route("/healthz", healthz),

@@ -9,6 +9,7 @@ __all__ = [
     "NODE_CONCURRENCY",
     "NODE_MAX_ASSIGNMENTS",
     "NODE_MAX_TOOLS",
+    "PENDING_CONFIRMATIONS",
     "RETIRED_KEPT_DAYS",
     "Limits",
 ]
@@ -21,6 +22,8 @@ NODE_MAX_TOOLS = 16384
 RETIRED_KEPT_DAYS = 7.0
 #: Calls in flight to one node from one navigator, by default (ADR 0041).
 NODE_CONCURRENCY = 64
+#: Questions one principal may have waiting on a person at once, by default (ADR 0048).
+PENDING_CONFIRMATIONS = 8
 
 
 @dataclass(frozen=True, slots=True)

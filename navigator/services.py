@@ -101,6 +101,7 @@ class Services:
                     node_concurrency=settings.node_concurrency, navigators=settings.navigators
                 ),
                 audit=decisions,
+                pending_confirmations=settings.pending_confirmations,
             ),
             registrar=Registrar(
                 registry,

@@ -14,6 +14,7 @@ from navigator.limits import (
     NODE_CONCURRENCY,
     NODE_MAX_ASSIGNMENTS,
     NODE_MAX_TOOLS,
+    PENDING_CONFIRMATIONS,
     RETIRED_KEPT_DAYS,
 )
 from navigator.nodes.destinations import ANY_NETWORK, Destinations, parse_networks
@@ -82,6 +83,9 @@ class NavigatorSettings(ListeningSettings):
     #: many navigators share the registry: each holds its share of every limit (ADR 0041).
     node_concurrency: int = Field(default=NODE_CONCURRENCY, ge=1, le=4096)
     navigators: int = Field(default=1, ge=1, le=64)
+    #: Questions one principal may have waiting on a person at once (ADR 0048); past it a call
+    #: gets a confirm token instead, and an ``elicit-only`` call ``rate_limited``.
+    pending_confirmations: int = Field(default=PENDING_CONFIRMATIONS, ge=1, le=4096)
     #: The audit trail (ADR 0039): how many days an event is kept; the name this navigator's
     #: events are chained under (its host and listen address when not set); a JSON-lines copy of
     #: every event (``-``: standard output) for a SIEM.

@@ -18,7 +18,7 @@ from registry import changelog
 from registry.audit import record_change
 from registry.catalog_reads import CatalogReader
 from registry.catalog_records import AssignmentRecord, MachineRecord, NewTool, machine_record
-from registry.errors import Conflict, NotFound, SeatNotPlaced
+from registry.errors import NODE_SEAT, Conflict, NotFound, SeatIsNodeSeat, SeatNotPlaced
 from registry.models import Assignment, Machine, NodeKey, Revision, Seat, Tool, utcnow
 from registry.node_instances import check_instance, stop_instance, take_instance
 
@@ -375,6 +375,11 @@ class CatalogStore(CatalogReader):
         assignment, or one of a retired machine, is refused (``Conflict``): moving the seat
         retires its live instance, and the seat was left with none."""
         self._write()
+        node_seat = select(Assignment.id).where(
+            Assignment.kind == "node_seat", Assignment.role == name
+        )
+        if name == NODE_SEAT or self.session.execute(node_seat.limit(1)).first() is not None:
+            raise SeatIsNodeSeat()
         try:
             assignment = self._assignment(machine, role)
         except NotFound:  # an operator's registration of it, with no tools

@@ -16,6 +16,8 @@ with ``from``; their text never becomes a message, since it may hold queries or 
 from __future__ import annotations
 
 __all__ = [
+    "NODE_SEAT",
+    "SEAT_IS_NODE_SEAT",
     "UNREADABLE",
     "UNWRITABLE",
     "Conflict",
@@ -23,6 +25,7 @@ __all__ = [
     "RegistryError",
     "RegistryUnavailable",
     "Replaced",
+    "SeatIsNodeSeat",
     "SeatNotPlaced",
 ]
 
@@ -51,6 +54,23 @@ class NotFound(RegistryError):
 
 class Conflict(RegistryError):
     """The change contradicts what the registry holds."""
+
+
+class SeatIsNodeSeat(Conflict):
+    """A mesh seat named as a node seat's role: ``*/ROLE/*`` grants, meant for the role every
+    machine holds, would cover the seat's tools (``mesh/ROLE/…``) too."""
+
+    def __init__(self) -> None:
+        super().__init__(SEAT_IS_NODE_SEAT)
+
+
+#: The node seat every machine holds (the ``node`` module's role).
+NODE_SEAT = "node"
+#: Why a seat may not take a node seat's name, and the next step.
+SEAT_IS_NODE_SEAT = (
+    "That seat name is a node seat's role (a role every machine holds): a grant on */ROLE/* "
+    "would cover the seat too. Choose another seat name."
+)
 
 
 class SeatNotPlaced(Conflict):

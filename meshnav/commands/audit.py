@@ -9,6 +9,7 @@ import typer
 
 from meshnav.commands.outcome import console, emit, errors, run
 from meshnav.commands.reach import RegistryReach, takes_registry_options
+from meshnav.render import escaped
 
 __all__ = ["app"]
 
@@ -61,9 +62,9 @@ def audit_verify(*, reach: RegistryReach) -> None:
         emit(found, True)
     else:
         for instance, count in found["instances"].items():
-            console.print(f"{instance}: {count} events", markup=False, highlight=False)
+            console.print(f"{escaped(instance)}: {count} events", markup=False, highlight=False)
         for problem in found["problems"]:
-            errors.print(f"meshnav: audit chain broken at {problem}", markup=False)
+            errors.print(f"meshnav: audit chain broken at {escaped(problem)}", markup=False)
         if found["ok"]:
             console.print("the audit chains are intact")
     if not found["ok"]:

@@ -14,6 +14,7 @@ from meshnav.commands.options import words
 from meshnav.commands.outcome import console, emit, run
 from meshnav.commands.reach import Reach, takes_navigator_options
 from meshnav.errors import CommandError
+from meshnav.render import escaped
 
 __all__ = ["app"]
 
@@ -106,4 +107,4 @@ def retire_command(address: str, *, reach: Reach) -> None:
     if reach.as_json:
         emit(body, True)
     else:
-        console.print(f"retired {address}", markup=False, highlight=False)
+        console.print(escaped(f"retired {address}"), markup=False, highlight=False)

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from meshnav.commands.options import ForceOpt, SeveralValues, words
 from meshnav.commands.outcome import console, emit, run
 from meshnav.commands.reach import RegistryReach, takes_registry_options
+from meshnav.render import escaped, shown
 
 __all__ = ["app"]
 
@@ -40,8 +40,10 @@ def _grant_command(effect: str, summary: str) -> Callable[..., None]:
             emit(row, True)
         else:
             console.print(
-                f"grant {row['id']}: {effect} {target} for {principal} "
-                f"(revision {row['revision']})",
+                escaped(
+                    f"grant {row['id']}: {effect} {target} for {principal} "
+                    f"(revision {row['revision']})"
+                ),
                 markup=False,
                 highlight=False,
             )
@@ -95,7 +97,7 @@ def grant_check(principal: str, address: str, *, reach: RegistryReach) -> None:
     if reach.as_json:
         emit(verdict, True)
     else:
-        line = Text(f"{verdict['principal']} → {verdict['address']}: ")
+        line = shown(f"{verdict['principal']} → {verdict['address']}: ")
         line.append(*(("allowed", "green") if verdict["allowed"] else ("denied", "red")))
-        line.append(f" — {verdict['reason']}")
+        line.append(f" — {escaped(verdict['reason'])}")
         console.print(line)

@@ -4,7 +4,6 @@ an error as one line on standard error and exit status 1 (SPEC §13)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -13,6 +12,7 @@ import typer
 from rich.console import Console
 
 from meshnav.errors import CommandError
+from meshnav.render import escaped, json_text
 
 __all__ = ["console", "emit", "errors", "need", "run"]
 
@@ -31,18 +31,19 @@ def run(work: Awaitable[T], as_json: bool = False) -> T:
         return asyncio.run(work)  # type: ignore[arg-type]
     except CommandError as error:
         if as_json and error.body is not None:
-            sys.stderr.write(json.dumps(error.body, ensure_ascii=False) + "\n")
+            sys.stderr.write(json_text(error.body) + "\n")
         else:
-            errors.print(f"meshnav: {error}", markup=False, highlight=False)
+            errors.print(f"meshnav: {escaped(error)}", markup=False, highlight=False)
         raise typer.Exit(1) from None
 
 
 def emit(value: Any, as_json: bool) -> None:
-    """``value`` as JSON: plain for scripts with ``as_json``, else coloured for a reader."""
+    """``value`` as JSON: plain for scripts with ``as_json``, else coloured for a reader; a
+    terminal is sent no character it would obey (``json_text``)."""
     if as_json:
-        sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(value, indent=2) + "\n")
     else:
-        console.print_json(json.dumps(value, ensure_ascii=False))
+        console.print_json(json_text(value))
 
 
 def need(value: str | None, what: str) -> str:

@@ -11,6 +11,7 @@ import typer
 from meshnav.commands.options import ConcurrencyOpt, RateOpt, SeveralValues, per_minute, words
 from meshnav.commands.outcome import console, emit, run
 from meshnav.commands.reach import RegistryReach, takes_registry_options
+from meshnav.render import escaped
 
 __all__ = ["app"]
 
@@ -43,7 +44,7 @@ def principal_add(
     if reach.as_json:
         emit({"principal": made["principal"]["name"], "token": made["token"]}, True)
     else:
-        console.print(f"principal {name} added; its token (shown once):", markup=False)
+        console.print(escaped(f"principal {name} added; its token (shown once):"), markup=False)
         sys.stdout.write(made["token"] + "\n")
 
 
@@ -66,7 +67,7 @@ def principal_quota(
         for value, unit in ((row["ratePerMinute"], "calls/min"), (row["concurrency"], "at once"))
         if value is not None
     )
-    console.print(f"principal {name}: {said or 'no limit'}", markup=False, highlight=False)
+    console.print(escaped(f"principal {name}: {said or 'no limit'}"), markup=False, highlight=False)
 
 
 @app.command("list")
@@ -106,4 +107,4 @@ def principal_revoke(name: str, *, reach: RegistryReach) -> None:
     if reach.as_json:
         emit({"principal": name, "revoked": True}, True)
     else:
-        console.print(f"principal {name} revoked", markup=False, highlight=False)
+        console.print(escaped(f"principal {name} revoked"), markup=False, highlight=False)

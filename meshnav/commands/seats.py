@@ -7,6 +7,7 @@ import typer
 
 from meshnav.commands.outcome import console, emit, run
 from meshnav.commands.reach import RegistryReach, takes_registry_options
+from meshnav.render import escaped
 
 __all__ = ["app"]
 
@@ -21,4 +22,4 @@ def seat_place(seat: str, machine: str, role: str, *, reach: RegistryReach) -> N
     if reach.as_json:
         emit(placed, True)
     else:
-        console.print(f"{placed['seat']} placed on {machine}/{role}", markup=False)
+        console.print(escaped(f"{placed['seat']} placed on {machine}/{role}"), markup=False)

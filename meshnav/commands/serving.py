@@ -111,6 +111,16 @@ def navigator_serve(
             help="Navigators sharing the registry: each holds its share of every quota (1).",
         ),
     ] = None,
+    pending_confirmations: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_PENDING_CONFIRMATIONS",
+            min=1,
+            max=4096,
+            help="Questions one principal may have waiting on a person at once; past them a "
+            "call gets a confirm token, an elicit-only one rate_limited (8).",
+        ),
+    ] = None,
     public_url: Annotated[
         str | None,
         typer.Option(
@@ -192,6 +202,7 @@ def navigator_serve(
         "retired_retention_days": retired_retention_days,
         "node_concurrency": node_concurrency,
         "navigators": navigators,
+        "pending_confirmations": pending_confirmations,
         "public_url": public_url,
         "audit_retention_days": audit_retention_days,
         "audit_jsonl": audit_jsonl,

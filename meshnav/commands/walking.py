@@ -12,6 +12,7 @@ import typer
 
 from meshnav.commands.outcome import console, emit, errors, run
 from meshnav.commands.reach import Reach, takes_navigator_options
+from meshnav.render import escaped
 
 __all__ = ["app"]
 
@@ -112,7 +113,7 @@ def call_command(
         emit(structured, False)
     else:
         for block in result["content"]:
-            console.print(block.get("text", block), markup=False)
+            console.print(escaped(block.get("text", block), lines=True), markup=False)
 
 
 @app.command("docs")

@@ -1,10 +1,10 @@
 """Quotas (ADR 0041): what one principal may call, and what one node is sent at once.
 
-A principal's quota is read with its token (``Caller.quota``): calls per minute, held over any
-60 seconds to the second (a ring of one-second counts), and calls at once. A node — a machine —
-is sent at most ``node_concurrency`` calls at once; a call beyond that waits its turn while no
-more calls wait than are in flight, and never past its deadline. Anything over is
-``rate_limited`` with ``retryAfterS``, and is not sent.
+A principal's quota is read with its token (``Caller.quota``): calls per minute, held exactly
+over any 60 seconds (a log of the last minute's admission times, ADR 0048), and calls at once.
+A node — a machine — is sent at most ``node_concurrency`` calls at once; a call beyond that
+waits its turn while no more calls wait than are in flight, and never past its deadline.
+Anything over is ``rate_limited`` with ``retryAfterS``, and is not sent.
 
 Each navigator holds its own counts in memory: a call pays no registry write. Several navigators
 on one registry each take their share (``navigators``): a limit of N is N / navigators each,
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from navigator.limits import NODE_CONCURRENCY
 
 __all__ = ["NODE_CONCURRENCY", "Quotas"]
 
-#: Principals whose counts are kept before the idle ones (a full bucket, nothing in flight) are
-#: dropped: an idle principal's counts are what a fresh start gives it.
+#: Principals whose counts are kept before the idle ones (no call in the last minute, nothing in
+#: flight) are dropped: an idle principal's counts are what a fresh start gives it.
 _KEPT = 4096
 #: How much a call's time counts in a node's typical duration (an exponential moving average).
 _WEIGHT = 0.2
@@ -44,39 +45,30 @@ _NODE_BUSY = (
 )
 
 
-#: A minute in one-second slots: a rate is held over any 60 s, to the second.
-_SLOTS = 60
+#: The window a rate is held over, seconds: the call past the rate in any 60 s is refused.
+WINDOW_S = 60.0
 
 
 @dataclass(slots=True)
 class _Principal:
-    """One principal's counts on this navigator: the calls admitted in each second of the last
-    minute (a ring), their sum, and the calls in flight."""
+    """One principal's counts on this navigator: when each call of the last minute was admitted
+    (oldest first; never more than the rate), and its calls in flight (ADR 0048)."""
 
-    second: int
-    slots: list[int] = field(default_factory=lambda: [0] * _SLOTS)
-    admitted: int = 0
+    admitted: deque[float] = field(default_factory=deque)
     in_flight: int = 0
 
-    def advance(self, second: int) -> None:
-        """Forget the seconds that left the minute before ``second``."""
-        if second - self.second >= _SLOTS:
-            self.slots[:] = [0] * _SLOTS
-            self.admitted = 0
-        else:
-            for gone in range(self.second + 1, second + 1):
-                self.admitted -= self.slots[gone % _SLOTS]
-                self.slots[gone % _SLOTS] = 0
-        self.second = max(self.second, second)
+    def forget_before(self, now: float) -> None:
+        """Forget the admissions that left the minute ending at ``now``: a call admitted at ``t``
+        counts until ``t + 60`` and no longer."""
+        admitted = self.admitted
+        while admitted and admitted[0] <= now - WINDOW_S:
+            admitted.popleft()
 
-    def room_after(self, per_minute: int) -> int:
-        """Seconds until a call fits: until enough of the oldest seconds leave the minute."""
-        over = self.admitted - per_minute + 1
-        for age in range(_SLOTS - 1, -1, -1):  # the oldest second first
-            over -= self.slots[(self.second - age) % _SLOTS]
-            if over <= 0:
-                return _SLOTS - age
-        return _SLOTS
+    def room_after(self, now: float, per_minute: int) -> int:
+        """Whole seconds, at least 1, until fewer than ``per_minute`` admissions are in the minute:
+        until the one ``per_minute`` back from the newest leaves it."""
+        leaving = self.admitted[len(self.admitted) - per_minute]
+        return max(1, math.ceil(leaving + WINDOW_S - now))
 
 
 @dataclass(slots=True)
@@ -115,41 +107,59 @@ class Quotas:
         if quota.rate_per_minute is None and quota.concurrency is None:
             yield
             return
-        counts = self._counts(caller.principal)
-        concurrency = quota.concurrency
-        if concurrency is not None and counts.in_flight >= share(concurrency, self.navigators):
-            raise RateLimited(_PRINCIPAL_CONCURRENCY, retry_after_s=1)
+        counts, now = self._counts(caller.principal), self._clock()
+        refused = self._refusal(caller, counts, now)
+        if refused is not None:
+            raise refused
         if quota.rate_per_minute is not None:
-            self._take(counts, share(quota.rate_per_minute, self.navigators))
+            counts.admitted.append(now)
         counts.in_flight += 1
         try:
             yield
         finally:
             counts.in_flight -= 1
 
+    def refusal(self, caller: Caller) -> RateLimited | None:
+        """What a call of ``caller`` would be answered now, counting nothing: its refusal, or
+        ``None`` when it would be admitted. Cheap enough to ask of every request before anything
+        else is done with it (ADR 0048): one lookup for a caller without a quota."""
+        quota = caller.quota
+        if quota.rate_per_minute is None and quota.concurrency is None:
+            return None
+        counts = self._principals.get(caller.principal)
+        return None if counts is None else self._refusal(caller, counts, self._clock())
+
+    def _refusal(self, caller: Caller, counts: _Principal, now: float) -> RateLimited | None:
+        quota = caller.quota
+        concurrency = quota.concurrency
+        if concurrency is not None and counts.in_flight >= share(concurrency, self.navigators):
+            return RateLimited(_PRINCIPAL_CONCURRENCY, retry_after_s=1)
+        if quota.rate_per_minute is not None:
+            # one call among the rate's share admitted in any 60 s, or when the oldest of them
+            # that stands in the way leaves the minute
+            per_minute = share(quota.rate_per_minute, self.navigators)
+            counts.forget_before(now)
+            if len(counts.admitted) >= per_minute:
+                room_after = counts.room_after(now, per_minute)
+                return RateLimited(_PRINCIPAL_RATE, retry_after_s=room_after)
+        return None
+
     def _counts(self, principal: str) -> _Principal:
         counts = self._principals.get(principal)
         if counts is None:
             if len(self._principals) >= _KEPT:
                 self._forget_idle()
-            counts = self._principals[principal] = _Principal(int(self._clock()))
+            counts = self._principals[principal] = _Principal()
         return counts
 
-    def _take(self, counts: _Principal, per_minute: int) -> None:
-        """One call among the ``per_minute`` admitted in any minute, or ``rate_limited`` saying
-        when the oldest of them leave it."""
-        second = int(self._clock())
-        counts.advance(second)
-        if counts.admitted >= per_minute:
-            raise RateLimited(_PRINCIPAL_RATE, retry_after_s=counts.room_after(per_minute))
-        counts.slots[second % _SLOTS] += 1
-        counts.admitted += 1
-
     def _forget_idle(self) -> None:
-        """Drop the counts of principals with nothing in flight: at most a minute's calls more
-        for one that comes back at once, as a navigator's restart gives it."""
-        for name in [n for n, c in self._principals.items() if c.in_flight == 0]:
-            del self._principals[name]
+        """Drop the counts of principals with nothing in flight and no call in the last minute:
+        what a fresh start gives them, so the rate stays exact."""
+        now = self._clock()
+        for name, counts in list(self._principals.items()):
+            counts.forget_before(now)
+            if counts.in_flight == 0 and not counts.admitted:
+                del self._principals[name]
 
     # --- nodes -------------------------------------------------------------------------------
 

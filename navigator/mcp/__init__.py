@@ -10,5 +10,6 @@ package makes them MCP tools, and their results MCP answers. Its modules:
     discover     ``mesh.tools.discover``: search as a JSON-RPC method of its own
     elicitation  asking the person behind the client, in either protocol era
     sessions     the legacy era's sessions, capped and closed per principal
+    early        a call its caller's quota refuses, answered before the MCP app
     stopping     the drain once the navigator is told to stop
 """

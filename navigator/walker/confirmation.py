@@ -10,21 +10,31 @@ answering the call with ``input_required`` and a signed request state, which the
 with the person's answer (SEP-2322). Otherwise the call is answered ``confirmation_required`` with
 a one-time ``confirm`` token bound to the principal, the address and the arguments' digest, valid
 for 120 s, which a second call must carry.
+
+A principal has at most ``pending_per_principal`` questions waiting on a person at once (ADR
+0048): a legacy-era question holds its call, its request and its connection open for up to the
+token's lifetime, and a principal that never answers must not hold the navigator's connections.
+Past that bound a call is not asked: it is answered ``confirmation_required`` with a token as for
+a client that cannot ask, or — for an ``elicit-only`` tool, which never runs without a person —
+``rate_limited``, ``retryAfterS`` saying when its oldest question ends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from navigator.access.grants import Caller
 from navigator.catalog.records import CatalogTool
-from navigator.errors import ConfirmationRequired
+from navigator.errors import ConfirmationRequired, RateLimited
+from navigator.limits import PENDING_CONFIRMATIONS
 
 __all__ = [
     "ELICIT_ONLY",
@@ -45,6 +55,11 @@ MAX_PENDING = 4096
 #: The answer to a confirm token that was spent, expired, or bound to another call.
 _NOT_REDEEMED = (
     "That confirm token is spent, expired, or for another call: call again with this new one."
+)
+#: The answer to an ``elicit-only`` call while its principal's questions are all waiting.
+_TOO_MANY_ASKED = (
+    "This principal has as many questions waiting on a person as it may: answer one, or call "
+    "again after retryAfterS seconds."
 )
 
 
@@ -80,9 +95,19 @@ class _Pending:
 class Confirmations:
     """One-time confirm tokens, held in memory only (never stored, logged or persisted)."""
 
-    def __init__(self, ttl_s: float) -> None:
+    def __init__(
+        self,
+        ttl_s: float,
+        *,
+        pending_per_principal: int = PENDING_CONFIRMATIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl_s = ttl_s
+        self.pending_per_principal = pending_per_principal
+        self._clock = clock
         self._pending: dict[str, _Pending] = {}
+        #: Per principal, when each of its questions waiting on a person was asked.
+        self._asking: dict[str, list[float]] = {}
 
     @staticmethod
     def reason(tool: CatalogTool) -> str:
@@ -131,13 +156,15 @@ class Confirmations:
             return False
         binding = self.binding(caller, tool, arguments_digest())
         reason = self.reason(tool)
-        if elicitor is not None:
+        if elicitor is not None and self._may_ask(caller, policy):
             question = Question(
                 title=f"Run {tool.address}?",
                 message=f"{caller.principal} asks to run {tool.address}, which {reason}. "
                 "Allow this call?",
             )
-            if await elicitor.ask(question, binding):
+            with self.waiting(caller):
+                allowed = await elicitor.ask(question, binding)
+            if allowed:
                 return True
             raise ConfirmationRequired("The person declined this call.")
         if policy == ELICIT_ONLY:
@@ -153,6 +180,30 @@ class Confirmations:
         if self._redeem(confirm, binding):
             return False  # confirmed in an earlier request; this one's reads are fresh
         raise ConfirmationRequired(_NOT_REDEEMED, extra={"confirm": self._issue(binding)})
+
+    def _may_ask(self, caller: Caller, policy: str) -> bool:
+        """Whether ``caller`` may have one more question waiting on a person; past its bound, an
+        ``elicit-only`` call is ``rate_limited`` until its oldest question ends."""
+        asked = self._asking.get(caller.principal, ())
+        if len(asked) < self.pending_per_principal:
+            return True
+        if policy == ELICIT_ONLY:
+            ends = min(asked) + self.ttl_s - self._clock()
+            raise RateLimited(_TOO_MANY_ASKED, retry_after_s=max(1, math.ceil(ends)))
+        return False
+
+    @contextmanager
+    def waiting(self, caller: Caller) -> Iterator[None]:
+        """Count a question of ``caller`` waiting on a person while the block runs."""
+        asked = self._asking.setdefault(caller.principal, [])
+        at = self._clock()
+        asked.append(at)
+        try:
+            yield
+        finally:
+            asked.remove(at)
+            if not asked:
+                del self._asking[caller.principal]
 
     def _issue(self, binding: str) -> str:
         """A new token. Tokens are held in the order they expire (one lifetime for all, issued

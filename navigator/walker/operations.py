@@ -20,7 +20,7 @@ from navigator.access.quotas import Quotas
 from navigator.addresses import parse_pattern, parse_walk_address
 from navigator.catalog.view import Catalog
 from navigator.errors import InvalidAddress, ToolGrantsChanged, ToolNotGranted, ToolSchemaTooLarge
-from navigator.limits import LIMITS
+from navigator.limits import LIMITS, PENDING_CONFIRMATIONS
 from navigator.nodes.connections import NodeAnswer, NodeConnections, ProgressSink
 from navigator.validation import CompiledSchema, compile_schema_uncached
 from navigator.walker.allowing import GrantChecks
@@ -57,6 +57,7 @@ class Navigator:
         compile_schema: Callable[[Any], CompiledSchema] = compile_schema_uncached,
         quotas: Quotas | None = None,
         audit: AuditLog | None = None,
+        pending_confirmations: int = PENDING_CONFIRMATIONS,
     ) -> None:
         """``walk``, ``authorised_contracts`` and ``compile_schema`` are
         ``navigator.walker.seats``'s and the validator's; a test passes its own to count what a
@@ -74,7 +75,9 @@ class Navigator:
         #: ``_authorised_generation``.
         self._authorised: dict[str, str] = {}
         self._authorised_generation = -1
-        self.confirmations = Confirmations(LIMITS.confirm_ttl_s)
+        self.confirmations = Confirmations(
+            LIMITS.confirm_ttl_s, pending_per_principal=pending_confirmations
+        )
         self._grants = GrantChecks(registry, catalog)
         self._calls = Calls(
             catalog,

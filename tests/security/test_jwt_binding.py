@@ -291,8 +291,11 @@ async def _calls(client: httpx.AsyncClient, token: str, count: int) -> list[str]
             "params": {"name": "call", "arguments": {"address": "db1/sqlite/list_tables"}},
         }
         answer = await client.post("/mcp", headers=headers, json=call)
-        data = next(line for line in answer.text.splitlines() if line.startswith("data:"))
-        result = json.loads(data.removeprefix("data:"))["result"]
+        if answer.headers["content-type"].startswith("application/json"):
+            result = answer.json()["result"]  # a refusal answered before the MCP app (ADR 0048)
+        else:
+            data = next(line for line in answer.text.splitlines() if line.startswith("data:"))
+            result = json.loads(data.removeprefix("data:"))["result"]
         codes.append(result["structuredContent"]["error"] if result["isError"] else "ok")
     return codes
 

@@ -4,8 +4,12 @@ a node's turn that never waits past the deadline."""
 
 from __future__ import annotations
 
+import math
+
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from navigator.access.grants import Caller
 from navigator.access.quotas import Quotas, share
@@ -117,3 +121,71 @@ async def test_a_node_turn_is_waited_for_in_order_and_never_past_the_deadline() 
     assert order[3].startswith("next after ")
     async with quotas.node("m2", 1.0):  # another node has its own slots
         pass
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rate=st.integers(min_value=1, max_value=12),
+    gaps=st.lists(
+        st.one_of(
+            st.just(0.0),
+            st.floats(min_value=0.0, max_value=1.0),
+            st.floats(min_value=0.0, max_value=70.0),
+        ),
+        max_size=120,
+    ),
+)
+def test_the_call_past_the_rate_in_any_60_seconds_is_refused_and_no_other(
+    rate: int, gaps: list[float]
+) -> None:
+    """ADR 0048: over random call times, on the navigator's own clock, a call is admitted exactly
+    when fewer than ``rate`` calls were admitted in the 60 s before it (so no 60 s window ever
+    holds ``rate + 1``), and a refusal's ``retryAfterS`` is the whole seconds until one would
+    be admitted."""
+    clock = Clock()
+    quotas = Quotas(clock=clock)
+    caller = _caller("alice", Quota(rate_per_minute=rate))
+    admitted: list[float] = []
+    for gap in gaps:
+        clock.now += gap
+        in_minute = [t for t in admitted if t > clock.now - 60]
+        retry = anyio.run(_admitted, quotas, caller)
+        if retry is None:
+            assert len(in_minute) < rate, "admitted past the rate in the last 60 s"
+            admitted.append(clock.now)
+        else:
+            assert len(in_minute) >= rate, "refused with room in the last 60 s"
+            room_at = in_minute[len(in_minute) - rate] + 60
+            assert retry == max(1, math.ceil(room_at - clock.now))
+    for first, past in zip(admitted, admitted[rate:], strict=False):
+        assert past - first >= 60, "a 60 s window held more than the rate"
+
+
+async def test_a_rate_is_not_admitted_twice_within_a_minute_at_second_boundaries() -> None:
+    """The busiest case the one-second ring let through: 60/min admitted 120 calls within
+    59.01 s, the oldest second dropped up to a second early."""
+    clock = Clock()
+    clock.now = 1000.99
+    quotas = Quotas(clock=clock)
+    alice = _caller("alice", Quota(rate_per_minute=60))
+    assert [await _admitted(quotas, alice) for _ in range(60)] == [None] * 60
+    clock.now = 1060.0  # 59.01 s later: the first 60 are all within the minute still
+    assert await _admitted(quotas, alice) == 1
+    clock.now = 1060.99
+    assert await _admitted(quotas, alice) is None
+
+
+async def test_a_refusal_is_known_before_the_call_and_counts_nothing() -> None:
+    clock = Clock()
+    quotas = Quotas(clock=clock)
+    alice = _caller("alice", Quota(rate_per_minute=2))
+    assert quotas.refusal(alice) is None
+    for _ in range(2):
+        assert await _admitted(quotas, alice) is None
+    for _ in range(5):
+        refused = quotas.refusal(alice)
+        assert refused is not None and refused.extra["retryAfterS"] == 60
+    clock.now += 60
+    assert quotas.refusal(alice) is None
+    assert await _admitted(quotas, alice) is None
+    assert quotas.refusal(_caller("bob", Quota())) is None
