@@ -9,11 +9,9 @@ idempotent on the navigator's side. A module whose tool list changes is pushed a
 from __future__ import annotations
 
 import base64
-import ctypes
 import logging
 import socket
 import ssl
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,13 +23,21 @@ from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed
+from mesh.handover import keep_secrets_from_children
 from mesh.lifecycle import Server, serve_until_stopped
-from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
+from mesh.modules import (
+    ModuleOptions,
+    ModuleSpec,
+    UpstreamLimits,
+    build_module,
+    check_traced,
+    take_libpq_secrets,
+)
 from mesh.modules.credentials import ModuleCredentials, check_credentials
 from mesh.server import Assignment, NodeApp
 from mesh.settings import NodeSettings
 
-__all__ = ["NodeAgent", "serve_node"]
+__all__ = ["NodeAgent", "keep_secrets_from_children", "serve_node"]
 
 logger = logging.getLogger("meshnav.node")
 
@@ -249,40 +255,41 @@ def _code(response: httpx.Response) -> str:
         return str(response.status_code)
 
 
-_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
-
-
-def keep_secrets_from_children() -> bool:
-    """Make this process non-dumpable (Linux): its ``/proc`` files — the environment that holds
-    ``MESHNAV_TOKEN``, its memory — are then readable by root alone, not by a ``stdio`` module's
-    subprocess running as the same user (a review read the node's token, and through it the key
-    its call tokens are signed with, from ``/proc/PPID/environ``). Whether it took effect."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 == libc.prctl(_PR_GET_DUMPABLE))
-
-
 async def serve_node(
     settings: NodeSettings,
     specs: Sequence[ModuleSpec],
     seats: Sequence[tuple[str, ModuleSpec]] = (),
     server_socket: socket.socket | None = None,
     credentials: Mapping[str, ModuleCredentials] | None = None,
+    libpq_secrets: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Serve the modules and run the agent until cancelled; on ``server_socket`` when the caller
     bound it already (the command line does, to report a port in use in one line).
-    ``credentials``: each role's upstream credentials, read from the node's environment and
-    files at start (``read_credentials``)."""
+    ``credentials``: each role's upstream credentials, and ``libpq_secrets`` the postgres
+    modules', read from the node's environment and files at start (``read_credentials``,
+    ``take_libpq_secrets``); ``environ``: the environment it started with, secrets included
+    (``mesh.handover``), for tracing's settings."""
     credentials = credentials or {}
-    check_credentials(credentials, {spec.role: spec.module for spec in specs})
+    if any(spec.module in ("http", "stdio") for spec in specs):
+        from mesh.modules.upstream import withhold_library_words
+
+        withhold_library_words()  # what they log of an upstream's failure holds its words
+    served = {spec.role: spec.module for spec in specs}
+    check_credentials(credentials, served)
+    check_traced(settings.module_trace, served)
     for role, given in credentials.items():  # where each secret came from, never its value
         for source in given.sources:
             logger.info("module %s: %s", role, source)
     options = ModuleOptions(
         allow_privileged_role=settings.allow_privileged_role,
-        libpq_secrets=take_libpq_secrets(),
+        libpq_secrets=take_libpq_secrets() if libpq_secrets is None else libpq_secrets,
         credentials=credentials,
+        upstream=UpstreamLimits(
+            answer_bytes=settings.upstream_answer_bytes,
+            error_log_s=settings.upstream_error_log_s,
+            traced=frozenset(settings.module_trace),
+        ),
     )
     assignments = [Assignment(spec, build_module(spec, options)) for spec in specs]
     assignments += [
@@ -299,7 +306,7 @@ async def serve_node(
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
-    tracing.configure("meshnav-node")  # on only with an OTLP endpoint set (ADR 0040)
+    tracing.configure("meshnav-node", environ)  # on only with an OTLP endpoint set (ADR 0040)
     try:
         sockets = None if server_socket is None else [server_socket]
         await serve_until_stopped(Server(config, settings.connection_limits()), sockets, agent.run)
