@@ -92,6 +92,7 @@ async def _environments(node: Node) -> dict[str, Any]:
 
 async def test_a_stdio_module_reads_no_secret_of_its_node(node: Node) -> None:
     seen = await _environments(node)
+    assert not [key for key in seen["meta"] if key.startswith("meshnav/")], seen["meta"]
     assert seen["parent_pid"] == node.pid  # the node ran itself anew in place: the same pid
     for place in ("parent", "node"):
         block = seen[place]

@@ -10,7 +10,8 @@ one ``echo`` tool; what answers a ``tools/call`` depends on the kind::
     leaky PORT SECRET    answers every call with errors that repeat SECRET: a JSON-RPC error
                          (tool ``rpc``), a tool error (``echo``) and an exception (``boom``)
     stdio                (stdio) a server whose tool ``environments`` reads the node's
-                         environment from /proc: its parent's, and NODE_PID's if set by argv
+                         environment from /proc (its parent's, and the pid it is given) and
+                         says which ``_meta`` keys the call came with
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 
 #: How much the ``huge`` upstream sends, and in what pieces.
@@ -144,9 +145,12 @@ def stdio() -> None:
     mcp = FastMCP("environments")
 
     @mcp.tool(annotations={"readOnlyHint": True})
-    def environments(node_pid: int = 0) -> dict[str, Any]:
-        """The environment blocks of this process's parent and of ``node_pid``, and its own."""
-        read: dict[str, Any] = {"own": dict(os.environ)}
+    def environments(ctx: Context, node_pid: int = 0) -> dict[str, Any]:
+        """The environment blocks of this process's parent and of ``node_pid``, its own, and the
+        ``_meta`` keys of the call."""
+        request = ctx.request_context
+        meta = getattr(request, "meta", None) or {}
+        read: dict[str, Any] = {"own": dict(os.environ), "meta": sorted(meta)}
         for name, pid in (("parent", os.getppid()), ("node", node_pid)):
             if pid:
                 try:
