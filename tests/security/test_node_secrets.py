@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.harness import MeshHarness, _wait_http, free_port, mcp_client, stop, tool_result
+from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh"), pytest.mark.timeout(300)]
 
@@ -117,3 +118,41 @@ def test_the_node_s_environment_block_holds_no_secret(node: Node) -> None:
     for value in node.secrets.values():
         assert value not in log
     assert "environment OWN_VAR from ${OWN_SECRET}" in log  # read, and named by its source
+
+
+@pytest.mark.postgres
+async def test_pgpassword_still_reaches_a_postgres_module(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Run anew without it, the node still hands ``PGPASSWORD`` to its postgres module (whose
+    role's password the server checks), and it is not in the node's environment block."""
+    password = f"pw-{secrets.token_hex(12)}"
+    role = f"nodesec_{secrets.token_hex(3)}"
+    postgres_server.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    hba = postgres_server.data_dir / "pg_hba.conf"
+    before = hba.read_text()
+    hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{before}")
+    postgres_server.execute("SELECT pg_reload_conf()")
+    mesh = MeshHarness(tmp_path / "run")
+    try:
+        agent = mesh.principal("agent")
+        mesh.grant("agent", "*/*/*")
+        mesh.start_navigator()
+        mesh.start_node(
+            "pg",
+            [f"postgres:{postgres_server.dsn('postgres', user=role)}"],
+            options=["--allow-privileged-role"],  # what is checked here is the password alone
+            env={"PGPASSWORD": password},
+        )
+        async with mcp_client(mesh.navigator_url, agent) as client:
+            result = await client.call_tool_mcp(
+                "call", {"address": "pg/postgres/list_databases", "args": {}}
+            )
+        assert not result.is_error, result
+        pid = mesh.nodes["pg"].process.pid
+        assert password not in Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
+    finally:
+        mesh.close()
+        hba.write_text(before)
+        postgres_server.execute("SELECT pg_reload_conf()")
+        postgres_server.execute(f"DROP ROLE {role}")
