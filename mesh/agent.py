@@ -15,11 +15,9 @@ answering at once.
 from __future__ import annotations
 
 import base64
-import ctypes
 import logging
 import socket
 import ssl
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,14 +29,23 @@ from mesh import tracing
 from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed, InstanceReplaced
+from mesh.handover import keep_secrets_from_children
 from mesh.instances import INSTANCE_PATH, instance_route, new_instance
 from mesh.lifecycle import Server, serve_until_stopped
-from mesh.modules import ModuleOptions, ModuleSpec, build_module, take_libpq_secrets
+from mesh.modules import (
+    ModuleOptions,
+    ModuleSpec,
+    UpstreamLimits,
+    build_module,
+    check_traced,
+    take_libpq_secrets,
+)
 from mesh.modules.credentials import ModuleCredentials, check_credentials
+from mesh.replies import check_replaced, code, said
 from mesh.server import Assignment, NodeApp
 from mesh.settings import NodeSettings
 
-__all__ = ["NodeAgent", "serve_node"]
+__all__ = ["NodeAgent", "keep_secrets_from_children", "serve_node"]
 
 logger = logging.getLogger("meshnav.node")
 
@@ -161,12 +168,12 @@ class NodeAgent:
             raise EnrolmentFailed("The navigator cannot be reached.", transient=True) from None
         if response.status_code >= 500:
             raise EnrolmentFailed(
-                f"The navigator cannot take the registration now ({_code(response)}).",
+                f"The navigator cannot take the registration now ({code(response)}).",
                 transient=True,
             )
         if response.status_code != 200:
             raise EnrolmentFailed(
-                f"The navigator refused the registration ({_code(response)}){_said(response)}"
+                f"The navigator refused the registration ({code(response)}){said(response)}"
             )
         try:  # whatever else answers at the navigator's URL (a proxy's page) is asked again
             answer = response.json()
@@ -212,11 +219,11 @@ class NodeAgent:
         except httpx.HTTPError:
             logger.info("heartbeat failed: navigator not reachable")
             return
-        _check_replaced(response)
+        check_replaced(response)
         if response.status_code in (404, 409):
             await self.enrol()
         elif response.status_code != 200:
-            logger.warning("heartbeat refused (%s)", _code(response))
+            logger.warning("heartbeat refused (%s)", code(response))
 
     async def push_changes(self) -> None:
         """Push an assignment again when its tool list changed; a push the navigator did not
@@ -233,9 +240,9 @@ class NodeAgent:
             response = await self.http.put(
                 f"/nodes/{self.settings.name}/assignments/{assignment.role}", json=body
             )
-            _check_replaced(response)
+            check_replaced(response)
             if response.status_code != 200:
-                logger.warning("tool list push refused (%s)", _code(response))
+                logger.warning("tool list push refused (%s)", code(response))
             else:
                 self._pushed[assignment.role] = digest(tools)
                 logger.info("pushed the changed tool list of %s", assignment.role)
@@ -299,71 +306,41 @@ class NodeAgent:
 KEY_BYTES = 32
 
 
-def _check_replaced(response: httpx.Response) -> None:
-    """``InstanceReplaced`` for the navigator's ``replaced``: another instance serves the
-    machine now, and this one must stop serving."""
-    if response.status_code == 409 and _code(response) == "replaced":
-        raise InstanceReplaced(_message(response))
-
-
-def _said(response: httpx.Response) -> str:
-    """The navigator's message in an error answer, as ``: MESSAGE``, or a full stop."""
-    message = _message(response)
-    return "." if message is None else f": {message}"
-
-
-def _message(response: httpx.Response) -> str | None:
-    """The navigator's message in an error answer, when it is one printable line."""
-    try:
-        message = response.json().get("message")
-    except (ValueError, AttributeError):
-        return None
-    if not isinstance(message, str) or not message.isprintable():
-        return None
-    return message[:500]
-
-
-def _code(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("error", response.status_code))
-    except ValueError:
-        return str(response.status_code)
-
-
-_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
-
-
-def keep_secrets_from_children() -> bool:
-    """Make this process non-dumpable (Linux): its ``/proc`` files — the environment that holds
-    ``MESHNAV_TOKEN``, its memory — are then readable by root alone, not by a ``stdio`` module's
-    subprocess running as the same user (a review read the node's token, and through it the key
-    its call tokens are signed with, from ``/proc/PPID/environ``). Whether it took effect."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 == libc.prctl(_PR_GET_DUMPABLE))
-
-
 async def serve_node(
     settings: NodeSettings,
     specs: Sequence[ModuleSpec],
     seats: Sequence[tuple[str, ModuleSpec]] = (),
     server_socket: socket.socket | None = None,
     credentials: Mapping[str, ModuleCredentials] | None = None,
+    libpq_secrets: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Serve the modules and run the agent until cancelled; on ``server_socket`` when the caller
     bound it already (the command line does, to report a port in use in one line).
-    ``credentials``: each role's upstream credentials, read from the node's environment and
-    files at start (``read_credentials``)."""
+    ``credentials``: each role's upstream credentials, and ``libpq_secrets`` the postgres
+    modules', read from the node's environment and files at start (``read_credentials``,
+    ``take_libpq_secrets``); ``environ``: the environment it started with, secrets included
+    (``mesh.handover``), for tracing's settings."""
     credentials = credentials or {}
-    check_credentials(credentials, {spec.role: spec.module for spec in specs})
+    if any(spec.module in ("http", "stdio") for spec in specs):
+        from mesh.modules.upstream import withhold_library_words
+
+        withhold_library_words()  # what they log of an upstream's failure holds its words
+    served = {spec.role: spec.module for spec in specs}
+    check_credentials(credentials, served)
+    check_traced(settings.module_trace, served)
     for role, given in credentials.items():  # where each secret came from, never its value
         for source in given.sources:
             logger.info("module %s: %s", role, source)
     options = ModuleOptions(
         allow_privileged_role=settings.allow_privileged_role,
-        libpq_secrets=take_libpq_secrets(),
+        libpq_secrets=take_libpq_secrets() if libpq_secrets is None else libpq_secrets,
         credentials=credentials,
+        upstream=UpstreamLimits(
+            answer_bytes=settings.upstream_answer_bytes,
+            error_log_s=settings.upstream_error_log_s,
+            traced=frozenset(settings.module_trace),
+        ),
     )
     assignments = [Assignment(spec, build_module(spec, options)) for spec in specs]
     assignments += [
@@ -385,7 +362,7 @@ async def serve_node(
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
     )
-    tracing.configure("meshnav-node")  # on only with an OTLP endpoint set (ADR 0040)
+    tracing.configure("meshnav-node", environ)  # on only with an OTLP endpoint set (ADR 0040)
     try:
         sockets = None if server_socket is None else [server_socket]
         await serve_until_stopped(Server(config, settings.connection_limits()), sockets, agent.run)

@@ -12,6 +12,8 @@ from mesh.connections import READ_TIMEOUT_S, ConnectionLimits, connection_cap
 __all__ = [
     "MAX_HEARTBEAT_S",
     "MIN_HEARTBEAT_S",
+    "UPSTREAM_ANSWER_BYTES",
+    "UPSTREAM_ERROR_LOG_S",
     "Listen",
     "ListeningSettings",
     "NodeSettings",
@@ -19,6 +21,11 @@ __all__ = [
     "split_listen",
 ]
 
+
+#: The most of one ``http`` upstream's answer a node reads: what the navigator reads of a node's.
+UPSTREAM_ANSWER_BYTES = 4 << 20
+#: Seconds between two lines of a node's log about one upstream's failures.
+UPSTREAM_ERROR_LOG_S = 60.0
 
 #: The heartbeat periods a navigator accepts, in seconds.
 MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 0.05, 3600.0
@@ -93,6 +100,12 @@ class NodeSettings(ListeningSettings):
     #: Take the machine over from a node instance that still serves it (SPEC §6); that one is
     #: then refused as ``replaced`` and stops. Without it, such a registration is refused.
     replace: bool = False
+    #: The most of one ``http`` upstream's answer read; past it: ``node_answer_too_large``.
+    upstream_answer_bytes: int = Field(default=UPSTREAM_ANSWER_BYTES, ge=1024, le=1 << 30)
+    #: Seconds between two log lines about one upstream's failures (class and code only).
+    upstream_error_log_s: float = Field(default=UPSTREAM_ERROR_LOG_S, ge=0, le=86400)
+    #: The roles of the ``http`` and ``stdio`` modules given the mesh's trace context.
+    module_trace: list[str] = Field(default_factory=list)
 
     @property
     def advertise_url(self) -> str:

@@ -5,7 +5,8 @@ read, validation, confirmation and the node hop, and writes its node-hop span's 
 into the ``tools/call`` it sends (``_meta.traceparent``); the node agent continues that context into
 the module's span. Tracing is on when the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set, and then exports over OTLP/HTTP, batched off the
-call path; the exporter reads the other standard variables (headers, timeout) itself.
+call path; the exporter reads the other standard variables (timeout, certificates) itself, and
+its headers are read here, from the environment ``configure`` is given.
 
 The spans are meshnav's own: a provider of this process alone, never the global one, so the
 libraries' own instrumentation (the MCP SDK's, FastMCP's) stays silent, and nothing else is
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATTRIBUTES",
+    "HEADER_VARIABLES",
     "TRACEPARENT",
     "Tracing",
     "annotate",
@@ -43,6 +45,9 @@ __all__ = [
 TRACEPARENT = "traceparent"
 #: The variables that turn tracing on (the OpenTelemetry SDK's own names).
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+#: The variables holding the exporter's headers (often a collector's credential): read from the
+#: environment ``configure`` is given, so that a node may keep them out of its own (ADR 0046).
+HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 
 #: Every attribute a span may carry: content-free names, set only through ``span``.
 ATTRIBUTES = frozenset(
@@ -93,10 +98,13 @@ def configure(service: str, environ: Mapping[str, str] | None = None) -> Tracing
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.util.re import parse_env_headers
 
     name = env.get("OTEL_SERVICE_NAME") or service
+    given = next((env[variable] for variable in HEADER_VARIABLES if env.get(variable)), "")
+    headers = dict(parse_env_headers(given, liberal=True)) if given else None
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(headers=headers)))
     _Process.tracing = Tracing(provider)
     return _Process.tracing
 

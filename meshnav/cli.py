@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from mesh import handover
 from meshnav.commands import audit, catalogue, grants, local, principals, seats, serving, walking
 from meshnav.commands.options import SeveralValues, spread_values
 from meshnav.commands.outcome import errors
@@ -48,6 +49,11 @@ def _setup(
 def main() -> None:
     """The ``meshnav`` command. A usage error (an unknown option, a value of the wrong type) is
     one line on stderr and exit status 2, as every other error is one line (SPEC §13)."""
+    try:  # a node run anew without its secrets reads them first (ADR 0046)
+        handover.take_over()
+    except handover.HandoverFailed as error:
+        errors.print(f"meshnav: {error}", markup=False, highlight=False)
+        sys.exit(1)
     os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
     try:
         code = app(standalone_mode=False)

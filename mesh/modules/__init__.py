@@ -10,9 +10,19 @@ from __future__ import annotations
 from mesh.modules.spec import (
     ModuleOptions,
     ModuleSpec,
+    UpstreamLimits,
     build_module,
+    check_traced,
     parse_module_spec,
     take_libpq_secrets,
 )
 
-__all__ = ["ModuleOptions", "ModuleSpec", "build_module", "parse_module_spec", "take_libpq_secrets"]
+__all__ = [
+    "ModuleOptions",
+    "ModuleSpec",
+    "UpstreamLimits",
+    "build_module",
+    "check_traced",
+    "parse_module_spec",
+    "take_libpq_secrets",
+]

@@ -33,7 +33,9 @@ _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Headers the node sets itself on a proxied request: a credential may not replace them.
-_OWN_HEADERS = frozenset({"host", "content-length", "content-type", "mcp-session-id", "accept"})
+_OWN_HEADERS = frozenset(
+    {"host", "content-length", "content-type", "mcp-session-id", "accept", "accept-encoding"}
+)
 MAX_SECRET_BYTES = 64 * 1024
 
 

@@ -6,6 +6,8 @@ reachable by anyone but the node (ADR 0038). The node sends the upstream only wh
 gave it for that role — headers (``--module-header``) and an OAuth client's access token
 (``--module-oauth``), read from the node's environment or files at start — and never a header of
 the request it serves (``forward_incoming_headers=False``: the call token stays on the node).
+What else it is shown of a call, how much of its answer is read and what of its failures is
+logged: ``mesh.modules.upstream`` (ADR 0046).
 
 Each request to the module opens a fresh MCP session with the upstream (FastMCP's own proxy
 strategy for remote servers): nothing of one caller's session is seen by another's.
@@ -21,9 +23,11 @@ import anyio
 import httpx2
 from fastmcp import FastMCP
 from fastmcp.client.transports import StreamableHttpTransport
-from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+from fastmcp.server.providers.proxy import ProxyProvider
 
 from mesh.modules.credentials import ClientCredentials, ModuleCredentials
+from mesh.modules.spec import UpstreamLimits
+from mesh.modules.upstream import UpstreamCalls, UpstreamClient, bounded_http_client
 
 __all__ = ["ClientCredentialsAuth", "build_http_module"]
 
@@ -93,13 +97,25 @@ class ClientCredentialsAuth(httpx2.Auth):
         return token, lifetime
 
 
-def build_http_module(role: str, url: str, credentials: ModuleCredentials | None) -> FastMCP:
+def build_http_module(
+    role: str,
+    url: str,
+    credentials: ModuleCredentials | None,
+    upstream: UpstreamLimits | None = None,
+) -> FastMCP:
     """The server of assignment ``role``: the MCP server at ``url``, proxied with its
-    credentials."""
+    credentials, its answers read to ``upstream.answer_bytes`` (``mesh.modules.upstream``)."""
     credentials = credentials or ModuleCredentials()
+    upstream = upstream or UpstreamLimits()
     auth = None if credentials.oauth is None else ClientCredentialsAuth(credentials.oauth, url)
-    transport = StreamableHttpTransport(url, headers=dict(credentials.headers), auth=auth)
-    client: ProxyClient[StreamableHttpTransport] = ProxyClient(
+    transport = StreamableHttpTransport(
+        url,
+        headers=dict(credentials.headers),
+        auth=auth,
+        httpx_client_factory=bounded_http_client(upstream.answer_bytes),  # type: ignore[arg-type]  # the SDK's keywords
+        max_sse_event_size=upstream.answer_bytes,
+    )
+    client = UpstreamClient(
         transport,
         name=f"meshnav-http-{role}",
         forward_incoming_headers=False,
@@ -110,4 +126,5 @@ def build_http_module(role: str, url: str, credentials: ModuleCredentials | None
     server = FastMCP(role, mask_error_details=True)
     server.provider_error_strategy = "raise"  # an upstream that cannot be listed is an error
     server.add_provider(ProxyProvider(client.new))
+    server.add_middleware(UpstreamCalls(role, upstream))
     return server

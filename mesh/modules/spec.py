@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from mesh.errors import ModuleSpecError
 from mesh.modules.credentials import ModuleCredentials
+from mesh.settings import UPSTREAM_ANSWER_BYTES, UPSTREAM_ERROR_LOG_S
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -40,7 +41,9 @@ __all__ = [
     "MODULES",
     "ModuleOptions",
     "ModuleSpec",
+    "UpstreamLimits",
     "build_module",
+    "check_traced",
     "parse_module_spec",
     "take_libpq_secrets",
 ]
@@ -77,6 +80,19 @@ class ModuleSpec:
 
 
 @dataclass(frozen=True)
+class UpstreamLimits:
+    """What the operator chose for the upstreams of ``http`` and ``stdio`` modules
+    (``mesh.modules.upstream``)."""
+
+    #: The most of one ``http`` upstream answer read (``--upstream-answer-bytes``).
+    answer_bytes: int = UPSTREAM_ANSWER_BYTES
+    #: Seconds between two log lines about one upstream's failures.
+    error_log_s: float = UPSTREAM_ERROR_LOG_S
+    #: The roles given the mesh's trace context (``--module-trace ROLE``).
+    traced: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class ModuleOptions:
     """What the node gives every module it builds, beyond its spec: its operator's choices."""
 
@@ -86,6 +102,8 @@ class ModuleOptions:
     libpq_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: Each role's upstream credentials (``--module-header``, ``--module-env``, …), read at start.
     credentials: Mapping[str, ModuleCredentials] = field(default_factory=dict, repr=False)
+    #: What the upstreams of ``http`` and ``stdio`` modules are read to and shown.
+    upstream: UpstreamLimits = UpstreamLimits()
 
 
 def take_libpq_secrets(environ: MutableMapping[str, str] = os.environ) -> dict[str, str]:
@@ -157,6 +175,7 @@ def build_module(spec: ModuleSpec, options: ModuleOptions | None = None) -> Fast
 
     Builders are imported on demand, so a node that serves no PostgreSQL never loads psycopg.
     """
+    options = options or ModuleOptions()
     if spec.module == "node":
         from mesh.modules.node import build_node_module
 
@@ -168,24 +187,34 @@ def build_module(spec: ModuleSpec, options: ModuleOptions | None = None) -> Fast
     if spec.module == "postgres":
         from mesh.modules.postgres import build_postgres_module
 
-        options = options or ModuleOptions()
         return build_postgres_module(
             spec.argument,
             role=spec.role,
             environment=options.libpq_secrets,
             allow_privileged_role=options.allow_privileged_role,
         )
-    credentials = (options or ModuleOptions()).credentials.get(spec.role)
+    credentials = options.credentials.get(spec.role)
     if spec.module == "stdio":
         from mesh.modules.stdio import build_stdio_module
 
         environment = None if credentials is None else credentials.environment
-        return build_stdio_module(spec.role, spec.argument, environment)
+        return build_stdio_module(spec.role, spec.argument, environment, upstream=options.upstream)
     if spec.module == "http":
         from mesh.modules.http import build_http_module
 
-        return build_http_module(spec.role, spec.argument, credentials)
+        return build_http_module(spec.role, spec.argument, credentials, options.upstream)
     raise ModuleSpecError("unknown module; expected one of " + _known())
+
+
+def check_traced(roles: Iterable[str], served: Mapping[str, str]) -> None:
+    """Each role given the mesh's trace context (``--module-trace``) is an ``http`` or ``stdio``
+    module the node serves (``served``: role to module name): a typo would otherwise pass on
+    nothing, silently, and the built-in modules have no upstream to pass it to."""
+    for role in roles:
+        if served.get(role) not in ("http", "stdio"):
+            raise ModuleSpecError(
+                f"--module-trace {role}: no http or stdio module of that role is served"
+            )
 
 
 def _check_role(role: str) -> None:

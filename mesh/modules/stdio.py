@@ -15,11 +15,13 @@ subprocess reach the caller whose call made them even when calls overlap. What a
 cannot attribute to one caller is not relayed: log messages are dropped (they may carry content,
 SPEC §10), and the subprocess is offered no sampling, elicitation or roots. Caller headers are
 never forwarded (``forward_incoming_headers=False``; stdio carries none anyway), and the
-subprocess gets the MCP SDK's minimal environment, not the node's (which holds its token). It
-runs as the node's user: the node makes itself non-dumpable on Linux
-(``agent.keep_secrets_from_children``), so such a subprocess cannot read the node's
-``/proc/PID/environ`` or memory — unless they run as root; to isolate a module further, run its
-command as another user (``setpriv``/``sudo -u`` in the command).
+subprocess gets the MCP SDK's minimal environment and its own ``--module-env`` variables, not the
+node's. It runs as the node's user: the node's environment block holds no secret (it ran itself
+anew without them, ``mesh.handover``), and the node makes itself non-dumpable on Linux
+(``handover.keep_secrets_from_children``), so such a subprocess cannot read the node's memory —
+unless they run as root; to isolate a module further, run its command as another user
+(``setpriv``/``sudo -u`` in the command). What it is shown of a call and what of its failures the
+node logs: ``mesh.modules.upstream`` (ADR 0046).
 A ``tools/list_changed`` from the subprocess drops the provider's cached tool list at once.
 
 A line from the subprocess is read whole before it is parsed, so one that never ends would grow
@@ -54,11 +56,13 @@ from fastmcp.client.logging import LogMessage
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
+from fastmcp.server.providers.proxy import ProxyProvider
 from fastmcp.tools import ToolResult
 
 from mesh import sdk
 from mesh.errors import ModuleSpecError
+from mesh.modules.spec import UpstreamLimits
+from mesh.modules.upstream import UpstreamCalls, UpstreamClient
 
 __all__ = ["StdioSession", "build_stdio_module"]
 
@@ -76,7 +80,7 @@ class StdioSession:
         self.provider: StdioProvider | None = None
         # the SDK's minimal environment, and what the operator gave this module alone
         env = None if not environment else dict(environment)
-        self._client: ProxyClient[StdioTransport] = ProxyClient(
+        self._client = UpstreamClient(
             StdioTransport(command=argv[0], args=argv[1:], env=env, keep_alive=False),
             name=f"meshnav-stdio-{name}",
             forward_incoming_headers=False,
@@ -148,10 +152,12 @@ def build_stdio_module(
     environment: Mapping[str, str] | None = None,
     *,
     call_deadline_s: float = CALL_DEADLINE_S,
+    upstream: UpstreamLimits | None = None,
 ) -> FastMCP:
     """The server of assignment ``name``: the MCP server ``command`` starts, proxied, with
     ``environment`` (``--module-env``) beside the SDK's minimal one; a call it has not answered
-    within ``call_deadline_s`` is given up."""
+    within ``call_deadline_s`` is given up. What it is shown of a call and what of its failures
+    is logged: ``upstream`` (``mesh.modules.upstream``)."""
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -163,6 +169,7 @@ def build_stdio_module(
     # a subprocess that cannot start is an error to the node's push, not an empty tool list
     server.provider_error_strategy = "raise"
     server.add_provider(StdioProvider(session))
+    server.add_middleware(UpstreamCalls(name, upstream or UpstreamLimits()))
     server.add_middleware(CallDeadline(session, call_deadline_s))
     return server
 

@@ -4,7 +4,9 @@ navigator agents talk to and the node agent on every machine, each with its sett
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +21,20 @@ navigator_app = typer.Typer(
     help="The navigator: the MCP server agents talk to.", no_args_is_help=True
 )
 node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
+
+#: The variable a node's token is read from.
+TOKEN_VARIABLE = "MESHNAV_TOKEN"  # noqa: S105  # a variable's name
+
+
+def _the_node_command_alone() -> bool:
+    """Whether this process is the ``meshnav`` command (``meshnav …`` or ``python -m meshnav
+    …``), which a node may run anew in place to drop its secrets from its environment block
+    (``mesh.handover``); not a program that calls the command in its own process."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    return os.name == "posix" and (
+        started.name == "meshnav"
+        or (started.name == "__main__.py" and started.parent.name == "meshnav")
+    )
 
 
 @navigator_app.command("serve")
@@ -284,18 +300,49 @@ def node_serve(
             help="Take the machine over from a node that still serves it; that node stops.",
         ),
     ] = False,
+    module_trace: Annotated[
+        list[str],
+        typer.Option(
+            "--module-trace",
+            help="ROLE: pass the mesh's trace context (traceparent) on to this http or stdio"
+            " module's upstream (withheld otherwise).",
+        ),
+    ] = [],  # noqa: B006
+    upstream_answer_bytes: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_UPSTREAM_ANSWER_BYTES",
+            min=1024,
+            help="The most of one http upstream's answer read (4194304).",
+        ),
+    ] = None,
+    upstream_error_log: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_UPSTREAM_ERROR_LOG_S",
+            min=0.0,
+            help="Seconds between two log lines about one upstream's failures (60).",
+        ),
+    ] = None,
 ) -> None:
     """Run a node agent serving this machine's modules."""
     from pydantic import ValidationError
 
-    from mesh.agent import keep_secrets_from_children, serve_node
-    from mesh.modules import parse_module_spec
+    from mesh import handover
+    from mesh.agent import serve_node
+    from mesh.modules import parse_module_spec, take_libpq_secrets
     from mesh.modules.credentials import read_credentials
     from mesh.settings import NodeSettings
+    from mesh.tracing import HEADER_VARIABLES
     from meshnav.serve import listening_socket, mesh_failure, settings_error
 
-    keep_secrets_from_children()
-    if any(arg == "--token" or arg.startswith("--token=") for arg in sys.argv):
+    try:
+        handed = handover.received()
+    except handover.HandoverFailed as error:
+        errors.print(f"meshnav: {error}", markup=False)
+        raise typer.Exit(1) from None
+    handover.keep_secrets_from_children()
+    if not handed and any(arg == "--token" or arg.startswith("--token=") for arg in sys.argv):
         errors.print(
             "meshnav: warning: a token on the command line is visible to every user of this "
             "machine (ps); give it as MESHNAV_TOKEN",
@@ -303,6 +350,9 @@ def node_serve(
         )
 
     async def work() -> None:
+        # every secret is read from here, and then kept out of the environment block
+        source = {**os.environ, **handed}
+        remaining = dict(source)
         try:
             specs = [parse_module_spec(text) for text in module]
             credentials = read_credentials(
@@ -310,6 +360,7 @@ def node_serve(
                 environment=module_env,
                 env_files=module_env_file,
                 oauth=module_oauth,
+                environ=remaining,
             )
             seats = []
             for text in seat:
@@ -321,26 +372,47 @@ def node_serve(
             raise CommandError(str(error)) from None
         if not specs and not seats:
             raise CommandError("give at least one --module or --seat")
+        libpq = take_libpq_secrets(remaining)
+        secrets = {name: source[name] for name in source.keys() - remaining.keys()}
+        for variable in (TOKEN_VARIABLE, *HEADER_VARIABLES):  # the token, a collector's headers
+            if variable in source:
+                secrets[variable] = source[variable]
+        try:
+            handover.keep_out_of_environment(
+                secrets, sys.orig_argv, reexecute=_the_node_command_alone()
+            )
+        except handover.HandoverFailed as error:
+            raise CommandError(str(error)) from None
         values: dict[str, Any] = {
             "name": name,
             "navigator_url": navigator or DEFAULT_NAVIGATOR,
             "listen": listen,
             "advertise": advertise,
-            "token": need(token, "the node's token (--token or MESHNAV_TOKEN)"),
+            "token": need(
+                token or secrets.get(TOKEN_VARIABLE), "the node's token (--token or MESHNAV_TOKEN)"
+            ),
             "tls_cert": tls_cert,
             "tls_key": tls_key,
             "allow_privileged_role": allow_privileged_role,
             "replace": replace,
+            "module_trace": module_trace,
         }
-        if heartbeat is not None:
-            values["heartbeat_s"] = heartbeat
+        for key, value in (
+            ("heartbeat_s", heartbeat),
+            ("upstream_answer_bytes", upstream_answer_bytes),
+            ("upstream_error_log_s", upstream_error_log),
+        ):
+            if value is not None:
+                values[key] = value
         try:
             settings = NodeSettings(**values)
         except ValidationError as error:
             raise settings_error(error) from None
         with listening_socket(settings.host, settings.port) as server_socket:
             try:
-                await serve_node(settings, specs, seats, server_socket, credentials)
+                await serve_node(
+                    settings, specs, seats, server_socket, credentials, libpq, environ=source
+                )
             except BaseException as error:
                 failure = mesh_failure(error)
                 if failure is None:

@@ -34,7 +34,13 @@ from pydantic_core import from_json
 
 from mesh import tracing
 from mesh.calltokens import META_KEY
-from navigator.errors import ERROR_META_KEY, NavigatorError, NodeUnavailable, ToolNotGranted
+from navigator.errors import (
+    ERROR_META_KEY,
+    NavigatorError,
+    NodeAnswerTooLarge,
+    NodeUnavailable,
+    ToolNotGranted,
+)
 from navigator.limits import LIMITS
 from navigator.nodes import sdk
 from navigator.nodes.bounded import AnswerTooLarge, passed_limit
@@ -263,11 +269,13 @@ def _check_size(result: CallToolResult) -> None:
         raise _too_large()
 
 
-#: A node agent's own refusals of a call (``mesh.server``), which the navigator answers as its
-#: own errors of those codes (SPEC §9: ``tool_not_granted`` "also for a node refusing a token").
+#: A node agent's own refusals of a call (``mesh.server``), and its answer when an upstream said
+#: more than it reads (``mesh.modules.upstream``), which the navigator answers as its own errors
+#: of those codes (SPEC §9: ``tool_not_granted`` "also for a node refusing a token").
 NODE_REFUSALS: dict[str, type[NavigatorError]] = {
     ToolNotGranted.code: ToolNotGranted,
     NodeUnavailable.code: NodeUnavailable,
+    NodeAnswerTooLarge.code: NodeAnswerTooLarge,
 }
 
 

@@ -61,6 +61,7 @@ def test_references_are_read_and_taken_out_of_the_nodes_environment(tmp_path: Pa
         ({"headers": ["github:X-Key=@/nonexistent/key"]}, "/nonexistent/key"),
         ({"env_files": ["tools:/nonexistent/env"]}, "/nonexistent/env"),
         ({"headers": ["github:Host=${GITHUB_TOKEN}"]}, "header name"),
+        ({"headers": ["github:Accept-Encoding=gzip"]}, "header name"),  # answers read uncoded
         ({"headers": ["no-colon"]}, "ROLE:VALUE"),
         ({"oauth": ["api:https://as/token,client," + SECRET]}, "never the secret"),
         ({"oauth": ["api:ftp://as/token,client,@/k"]}, "http(s) URL"),
