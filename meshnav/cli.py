@@ -11,7 +11,17 @@ from typing import Annotated
 import typer
 
 from mesh import handover
-from meshnav.commands import audit, catalogue, grants, local, principals, seats, serving, walking
+from meshnav.commands import (
+    audit,
+    catalogue,
+    grants,
+    local,
+    node_serving,
+    principals,
+    seats,
+    serving,
+    walking,
+)
 from meshnav.commands.options import SeveralValues, spread_values
 from meshnav.commands.outcome import errors
 from meshnav.logs import configure_logging
@@ -29,7 +39,7 @@ app = typer.Typer(
 for commands in (local.app, catalogue.app, walking.app):
     app.add_typer(commands)
 app.add_typer(serving.navigator_app, name="navigator")
-app.add_typer(serving.node_app, name="node")
+app.add_typer(node_serving.node_app, name="node")
 app.add_typer(principals.app, name="principal")
 app.add_typer(grants.app, name="grant")
 app.add_typer(seats.app, name="seat")

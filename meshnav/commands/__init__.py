@@ -4,7 +4,8 @@ under the root command, in the order ``--help`` lists them.
     local       migrate and demo: the registry made or upgraded, the whole mesh on one machine
     catalogue   register and retire: an operator changing the mesh live
     walking     mesh, search, describe, call: the walker tools in a terminal; docs, their reference
-    serving     navigator serve and node serve: the two long-running processes
+    serving       navigator serve: the MCP server agents talk to
+    node_serving  node serve: the node agent on every machine
     principals  principal add, quota, list, rotate, revoke
     grants      grant allow, deny, list, revoke, check
     seats       seat place
