@@ -255,7 +255,7 @@ def build_app(
             inner,  # type: ignore[arg-type]
             authenticator=services.authenticator,
             public=lambda path: path in PUBLIC_PATHS or is_console_path(path),
-            answers_in_band=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
+            holds_sessions=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
         )
 
     resource_server = ResourceServer.of(settings)

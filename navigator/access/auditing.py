@@ -134,11 +134,21 @@ class AuditLog:
         self.record(AuditEntry(utcnow(), principal, action, target, outcome, **fields))
 
     def refused(
-        self, route: str, source: str, token_shown: str | None, outcome: str = "unauthenticated"
+        self,
+        route: str,
+        source: str,
+        token_shown: str | None,
+        outcome: str = "unauthenticated",
+        *,
+        principal: str = "",
+        reason: str | None = None,
     ) -> None:
-        """A request refused before its caller was known (``unauthenticated``, or another SPEC
-        §9 code), counted on its route's aggregated event (``navigator.access.refusals``)."""
-        self.refusals.refuse(route, source, token_shown, outcome)
+        """A request refused before the audited path (``unauthenticated``, or another SPEC §9
+        code), counted on its route's aggregated event (``navigator.access.refusals``), with
+        what is known of its caller."""
+        self.refusals.refuse(
+            route, source, token_shown, outcome, principal=principal, reason=reason
+        )
 
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""
