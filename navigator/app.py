@@ -205,7 +205,7 @@ def build_app(
     """The navigator's app for ``settings``, serving ``services`` (made from them unless
     given)."""
     services = services or Services.create(settings)
-    stopping = Stopping()
+    stopping = Stopping(on_cut=services.audit.cut)
     mcp_app = build_mcp(services, stopping=stopping).http_app(
         path="/mcp",
         # pinned, not read from FastMCP's environment (FASTMCP_JSON_RESPONSE, …): an answer as one

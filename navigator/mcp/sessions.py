@@ -74,6 +74,8 @@ class SessionBook:
         #: POSTs in flight on ``/mcp``, both eras, and when the last one ended.
         self.posts = 0
         self.last_post_ended = 0.0
+        #: Set when the drain's grace ended: no POST's answer is sent from then on (ADR 0056).
+        self.cut = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,6 +91,7 @@ class SessionBook:
             return
         self.posts += 1
         session = _header(scope, _SESSION_HEADER)
+        send = self._until_cut(send)
         try:
             if session is None and self._opens_session(scope):
                 await self._open(caller, scope, receive, send)
@@ -99,6 +102,16 @@ class SessionBook:
         finally:
             self.posts -= 1
             self.last_post_ended = time.monotonic()
+
+    def _until_cut(self, send: Send) -> Send:
+        """``send``, until the drain's grace ends: an answer finished later is not sent, so what
+        the audit records of it is what its client received (ADR 0056)."""
+
+        async def sending(message: Message) -> None:
+            if not self.cut:
+                await send(message)
+
+        return sending
 
     def _opens_session(self, scope: Scope) -> bool:
         """A POST without a session of the legacy era: the SDK opens a session for it."""
