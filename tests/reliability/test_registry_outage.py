@@ -10,7 +10,6 @@ Every request refused for the outage left no audit event.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +20,16 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.e2e.test_audit import api_audit
+from tests.e2e.test_multi_navigator import own_postgres
 from tests.harness import MeshHarness, tool_result
-from tests.postgres_server import PostgresServer, start_postgres
+from tests.postgres_server import PostgresServer
 from tests.security.test_sessions import ACCEPT, INITIALIZE
+
+__all__ = ["own_postgres"]  # the outage tests' fixture: a PostgreSQL of the test's own
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.xdist_group("postgres")]
 
 SEATS = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "seats"}}
-
-
-@pytest.fixture
-def own_postgres(tmp_path: Path) -> Iterator[PostgresServer]:
-    """A server of this test's own: the test stops it and starts it again."""
-    server = start_postgres(tmp_path / "pg")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _legacy(mesh: MeshHarness, token: str) -> Client[StreamableHttpTransport]:
