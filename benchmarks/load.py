@@ -14,7 +14,18 @@ minute — each of its calls refused ``rate_limited`` — and prints the agents'
 in both, and how many refusals a second the navigator answered meanwhile (ADR 0048: a refusal
 must cost far less than a call).
 
-Usage: python benchmarks/load.py [--agents N] [--operations M] [--faults] [--hammer K]
+``--kill-navigator-at S`` kills the navigator (SIGKILL) S seconds into the run and starts it again
+on its port; ``--restart-registry-at S`` runs the registry on a PostgreSQL of its own, stopped S
+seconds into the run for ``--registry-down-s`` (5) and started again; ``--legacy`` speaks the
+legacy (session) era. An agent whose connection failed opens a fresh client. *Lost* is a call
+that got neither an answer nor an error: the calls in flight at the SIGKILL, and those sent while
+the navigator was down, are counted apart. The audit trail is then matched against what the
+clients received: a ``call`` event for each call answered, and the refusals' counts for the error
+responses, except the crash window — the calls answered in the last ``MESHNAV_AUDIT_FLUSH_S``
+before the SIGKILL, whose events a killed navigator may lose (ADR 0056).
+
+Usage: python benchmarks/load.py [--agents N] [--operations M] [--faults] [--hammer K] [--legacy]
+       [--kill-navigator-at S] [--restart-registry-at S [--registry-down-s S]]
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import signal
 import sqlite3
@@ -41,12 +53,19 @@ sys.path.insert(0, str(ROOT))
 
 from fastmcp import Client  # noqa: E402
 from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+from sqlalchemy import text  # noqa: E402
 
 from benchmarks.call_overhead import _percentile, register_backend  # noqa: E402
 from registry import AccessStore, Quota  # noqa: E402
 from tests.harness import MeshHarness, start_backend, stop  # noqa: E402
+from tests.postgres_server import start_postgres  # noqa: E402
 
 MACHINES = ("db1", "db2")
+#: The MCP client's code for a connection that closed under its request: no answer.
+CONNECTION_CLOSED = -32000
+#: Seconds between the audit writer's batches in these runs (the navigator's default).
+FLUSH_S = 1.0
 ROWS = 100
 #: What an operation returns: None when the answer is the one asked for, else why it is not.
 Check = Callable[[Any], str | None]
@@ -123,39 +142,102 @@ def _operation(agent: int, n: int) -> Operation:
     )
 
 
+class Faults:
+    """When the navigator was killed, and when it answered again (``time.perf_counter``)."""
+
+    killed_at: float | None = None
+    up_at: float | None = None
+
+    def classify(self, started: float, ended: float) -> str | None:
+        """Why a call got no answer, when the kill explains it; None: it is lost."""
+        killed = self.killed_at
+        if killed is None:
+            return None
+        if started <= killed <= ended:
+            return "in flight at the SIGKILL"
+        if killed <= started and (self.up_at is None or started <= self.up_at):
+            return "sent while the navigator was down"
+        return None
+
+
 class Tally:
-    def __init__(self) -> None:
+    def __init__(self, faults: Faults | None = None) -> None:
+        self.faults = faults or Faults()
         self.samples: dict[str, list[float]] = collections.defaultdict(list)
         self.errors: collections.Counter[tuple[str, str]] = collections.Counter()
         self.lost: collections.Counter[str] = collections.Counter()
+        self.apart: collections.Counter[str] = collections.Counter()
         self.mismatched: collections.Counter[str] = collections.Counter()
+        #: When each call answered by the navigator (a result, ok or not) reached its client.
+        self.calls_answered: list[float] = []
 
-    async def run(self, name: str, call: Callable[[], Awaitable[Any]], check: Check) -> None:
+    async def run(self, name: str, call: Callable[[], Awaitable[Any]], check: Check) -> bool:
+        """One operation; False when its connection failed (the agent opens a fresh client)."""
         started = time.perf_counter()
         try:
             result = await call()
+        except MCPError as error:
+            if error.error.code != CONNECTION_CLOSED:  # an error response reached the client
+                self.errors[(name, f"error response: {error.error.message}")] += 1
+                return True
+            self._unanswered(name, error, started)
+            return False
         except Exception as error:
-            self.lost[f"{name}: {type(error).__name__}"] += 1
-            return
+            self._unanswered(name, error, started)
+            return False
+        if name.startswith("call"):
+            self.calls_answered.append(time.perf_counter())
         self.samples[name].append((time.perf_counter() - started) * 1000)
         code = _error_code(result)
         if code is not None:
             self.errors[(name, code)] += 1
         elif (why := check(_structured(result))) is not None:
             self.mismatched[f"{name}: {why}"] += 1
+        return True
+
+    def _unanswered(self, name: str, error: Exception, started: float) -> None:
+        why = self.faults.classify(started, time.perf_counter())
+        if why is not None:
+            self.apart[why] += 1
+        else:
+            self.lost[f"{name}: {type(error).__name__}"] += 1
 
 
 async def _agents(
-    url: str, token: str, agents: int, operations: int, tally: Tally
+    url: str, token: str, agents: int, operations: int, tally: Tally, *, legacy: bool = False
 ) -> tuple[float, int]:
     headers = {"Authorization": f"Bearer {token}"}
+    mode: Any = "legacy" if legacy else "auto"
 
     async def agent(number: int) -> None:
-        client = Client(StreamableHttpTransport(url + "/mcp", headers=headers), timeout=120)
-        async with client:
-            for n in range(operations):
-                name, tool, arguments, check = _operation(number, n)
-                await tally.run(name, lambda t=tool, a=arguments: client.call_tool_mcp(t, a), check)
+        done = 0
+        opened_at = time.perf_counter()
+
+        async def session() -> None:
+            nonlocal done, opened_at
+            transport = StreamableHttpTransport(url + "/mcp", headers=headers)
+            async with Client(transport, timeout=120, mode=mode) as client:
+                opened_at = time.perf_counter()
+                while done < operations:
+                    name, tool, arguments, check = _operation(number, done)
+                    done += 1
+                    call = lambda t=tool, a=arguments: client.call_tool_mcp(t, a)  # noqa: E731
+                    if not await tally.run(name, call, check):
+                        return  # its connection failed: a fresh client
+
+        while done < operations:
+            if time.perf_counter() - opened_at > 120:
+                raise SystemExit(f"agent {number} could not open a client for 120 s")
+            try:  # its own task: a client that failed may cancel the task it runs in
+                await asyncio.ensure_future(session())
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+            except Exception:  # leaving a failed client raises, as opening one can
+                pass
+            if done < operations:
+                await asyncio.sleep(0.2)
 
     started = time.perf_counter()
     await asyncio.gather(*(agent(number) for number in range(agents)))
@@ -253,15 +335,56 @@ async def _stop_for_a_while(process: psutil.Process, after_s: float, for_s: floa
     os.kill(process.pid, signal.SIGCONT)
 
 
+async def _kill_navigator(mesh: MeshHarness, at_s: float, faults: Faults) -> None:
+    """SIGKILL the navigator ``at_s`` into the run, then start it again on its port."""
+    await asyncio.sleep(at_s)
+    assert mesh.navigator is not None
+    port = int(mesh.navigator_url.rsplit(":", 1)[1])
+    faults.killed_at = time.perf_counter()
+    stop(mesh.navigator, kill=True)
+    await asyncio.to_thread(mesh.start_navigator, port)
+    faults.up_at = time.perf_counter()
+
+
+async def _restart_registry(server: Any, at_s: float, down_s: float) -> None:
+    await asyncio.sleep(at_s)
+    await asyncio.to_thread(server.pause)
+    await asyncio.sleep(down_s)
+    await asyncio.to_thread(server.resume)
+
+
+def _audited(mesh: MeshHarness) -> dict[tuple[str, str], int]:
+    """Events by (action, route or outcome): ``call`` events by outcome, refusals by route (the
+    agents' are ``/mcp``'s; the nodes' heartbeats are refused too), an aggregated event counted
+    as what it counts."""
+    with mesh.registry.read_transaction() as session:
+        rows = session.execute(
+            text("SELECT action, outcome, target, COALESCE(count, 1) FROM audit_events")
+        ).all()
+    found: collections.Counter[tuple[str, str]] = collections.Counter()
+    for action, outcome, target, n in rows:
+        refusal = action in ("request", "sign-in")
+        found[(str(action), str(target).split(" from ")[0] if refusal else str(outcome))] += n
+    return dict(found)
+
+
 async def main(options: argparse.Namespace) -> None:
     agents, operations, faults = options.agents, options.operations, options.faults
     load_before = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as cleanup:
         root = Path(tmp)
         _seed(root)
+        database_url = ""
+        postgres = None
+        if options.restart_registry_at is not None:
+            postgres = start_postgres(root / "pg")
+            cleanup.callback(postgres.stop)
+            database_url = postgres.create_database("load")
         backend, backend_port = start_backend()
         backend_url = f"http://127.0.0.1:{backend_port}/mcp"
-        mesh = MeshHarness(root / "run", heartbeat_s=5.0)  # as nodes run by default
+        mesh = MeshHarness(root / "run", heartbeat_s=5.0, database_url=database_url)
+        mesh.env["MESHNAV_AUDIT_FLUSH_S"] = str(FLUSH_S)
+        kill = Faults()
         try:
             token = mesh.principal("bench")
             admin = mesh.principal("bench-admin", ["mesh:admin"])
@@ -289,24 +412,35 @@ async def main(options: argparse.Namespace) -> None:
                 )
                 return
             cpu_before, rss_before, fds_before = _usage(navigator)
-            tally = Tally()
-            run = _agents(mesh.navigator_url, token, agents, operations, tally)
+            tally = Tally(kill)
+            run = _agents(
+                mesh.navigator_url, token, agents, operations, tally, legacy=options.legacy
+            )
+            beside: list[Awaitable[None]] = []
             if faults:
                 node = psutil.Process(mesh.nodes["db2"].process.pid)
                 estimate = agents * operations / 100  # seconds, roughly, on a small machine
                 # past three heartbeat intervals, so that it is held not answering for a while
                 stopped_s = max(estimate / 3, 3 * mesh.heartbeat_s + 10)
-                _, (seconds, done) = await asyncio.gather(
-                    _stop_for_a_while(node, estimate / 3, stopped_s), run
+                beside.append(_stop_for_a_while(node, estimate / 3, stopped_s))
+            if options.kill_navigator_at is not None:
+                beside.append(_kill_navigator(mesh, options.kill_navigator_at, kill))
+            if postgres is not None:
+                beside.append(
+                    _restart_registry(
+                        postgres, options.restart_registry_at, options.registry_down_s
+                    )
                 )
-            else:
-                seconds, done = await run
-            cpu_after, rss_after, fds_after = _usage(navigator)
+            *_, (seconds, done) = await asyncio.gather(*beside, run)
+            if kill.killed_at is None:
+                cpu_after, rss_after, fds_after = _usage(navigator)
             direct = Tally()
             direct_seconds = await _direct(backend_url, agents, operations, direct)
         finally:
-            mesh.close()
+            mesh.close()  # SIGTERM: the navigator writes what it holds
             stop(backend)
+        audited = _audited(mesh)
+        mesh.registry.dispose()
 
     print(
         f"load: {agents} agents x {operations} operations ({done} in {seconds:.1f} s, "
@@ -331,13 +465,40 @@ async def main(options: argparse.Namespace) -> None:
     mismatched = sum(tally.mismatched.values()) + sum(direct.mismatched.values())
     print(f"lost answers: {lost} {dict(tally.lost | direct.lost) or ''}")
     print(f"mismatched answers: {mismatched} {dict(tally.mismatched | direct.mismatched) or ''}")
-    print(f"navigator CPU per operation: {(cpu_after - cpu_before) * 1000 / done:.2f} ms")
-    print(
-        f"navigator RSS {rss_before / 2**20:.0f} MiB before, {rss_after / 2**20:.0f} MiB after; "
-        f"open descriptors {fds_before} before, {fds_after} after"
-    )
+    apart = ", ".join(f"{why}: {n}" for why, n in sorted(tally.apart.items()))
+    print(f"without an answer, counted apart: {apart or 'none'}")
+    _print_audit(audited, [*warm.calls_answered, *tally.calls_answered], tally, kill)
+    if kill.killed_at is None:
+        print(f"navigator CPU per operation: {(cpu_after - cpu_before) * 1000 / done:.2f} ms")
+        print(
+            f"navigator RSS {rss_before / 2**20:.0f} MiB before, "
+            f"{rss_after / 2**20:.0f} MiB after; "
+            f"open descriptors {fds_before} before, {fds_after} after"
+        )
     print(
         f"machine load (1 min): {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
+    )
+
+
+def _print_audit(
+    audited: dict[tuple[str, str], int], answered: list[float], tally: Tally, kill: Faults
+) -> None:
+    """The audit trail against what the clients received."""
+    calls = sum(n for (action, _), n in audited.items() if action == "call")
+    window = ""
+    if kill.killed_at is not None:
+        crash = sum(1 for at in answered if kill.killed_at - FLUSH_S <= at <= kill.killed_at)
+        window = (
+            f"; answered in the last {FLUSH_S:g} s before the SIGKILL, the crash window: {crash}"
+        )
+    print(
+        f"audit: {calls} call events for {len(answered)} calls answered"
+        f" (missing {len(answered) - calls}{window})"
+    )
+    refused = audited.get(("request", "/mcp"), 0)
+    responses = sum(n for (_, code), n in tally.errors.items() if code.startswith("error response"))
+    print(
+        f"audit: {refused} /mcp requests refused counted for {responses} error responses received"
     )
 
 
@@ -346,6 +507,14 @@ if __name__ == "__main__":
     arguments.add_argument("--agents", type=int, default=50, help="concurrent agents (N)")
     arguments.add_argument("--operations", type=int, default=200, help="operations each (M)")
     arguments.add_argument("--faults", action="store_true", help="stop db2 for a third")
+    arguments.add_argument("--legacy", action="store_true", help="the legacy (session) era")
+    arguments.add_argument(
+        "--kill-navigator-at", type=float, metavar="S", help="SIGKILL the navigator, restart it"
+    )
+    arguments.add_argument(
+        "--restart-registry-at", type=float, metavar="S", help="stop PostgreSQL, start it again"
+    )
+    arguments.add_argument("--registry-down-s", type=float, default=5.0, metavar="S")
     arguments.add_argument(
         "--hammer", type=int, default=0, help="clients of a principal refused, beside the run"
     )

@@ -206,7 +206,7 @@ def build_app(
     """The navigator's app for ``settings``, serving ``services`` (made from them unless
     given)."""
     services = services or Services.create(settings)
-    stopping = Stopping()
+    stopping = Stopping(on_cut=services.audit.cut)
     mcp_app = build_mcp(services, stopping=stopping).http_app(
         path="/mcp",
         # pinned, not read from FastMCP's environment (FASTMCP_JSON_RESPONSE, …): an answer as one
@@ -256,7 +256,7 @@ def build_app(
             inner,  # type: ignore[arg-type]
             authenticator=services.authenticator,
             public=lambda path: path in PUBLIC_PATHS or is_console_path(path),
-            answers_in_band=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
+            holds_sessions=lambda path: path == MCP_PATH or path.startswith(MCP_PATH + "/"),
         )
 
     resource_server = ResourceServer.of(settings)

@@ -61,6 +61,8 @@ REFUSALS_PER_MINUTE = 120
 REFUSAL_WINDOW_S = 60.0
 #: Between prunes of events past the retention.
 PRUNE_EVERY_S = 600.0
+#: The outcome of a call whose answer reached no client: it ended after the drain's grace.
+CUT = "cancelled"
 #: The ``/metrics`` counter of events dropped, by reason.
 DROPPED_METRIC = "meshnav_audit_events_dropped_total"
 
@@ -118,6 +120,8 @@ class AuditLog:
         self._key: bytes | None = None
         #: The last of this instance's events the export holds; None until first read.
         self._exported_seq: int | None = None
+        #: Set when the drain's grace ended: a call ending later reached no client (ADR 0056).
+        self.answers_cut = False
 
     @property
     def dropped(self) -> int:
@@ -128,17 +132,34 @@ class AuditLog:
         if len(self._pending) >= self.queue_max:
             self.dropped_by["queue_full"] += 1
             return
+        if self.answers_cut and entry.action == "call":  # its answer was not sent
+            entry = replace(entry, outcome=CUT)
         self._pending.append(entry)
+
+    def cut(self) -> None:
+        """The drain's grace ended: calls that end from now on are recorded ``cancelled``, what
+        their clients received being no answer (``navigator.mcp.stopping``)."""
+        self.answers_cut = True
 
     def event(self, principal: str, action: str, target: str, outcome: str, **fields: Any) -> None:
         self.record(AuditEntry(utcnow(), principal, action, target, outcome, **fields))
 
     def refused(
-        self, route: str, source: str, token_shown: str | None, outcome: str = "unauthenticated"
+        self,
+        route: str,
+        source: str,
+        token_shown: str | None,
+        outcome: str = "unauthenticated",
+        *,
+        principal: str = "",
+        reason: str | None = None,
     ) -> None:
-        """A request refused before its caller was known (``unauthenticated``, or another SPEC
-        §9 code), counted on its route's aggregated event (``navigator.access.refusals``)."""
-        self.refusals.refuse(route, source, token_shown, outcome)
+        """A request refused before the audited path (``unauthenticated``, or another SPEC §9
+        code), counted on its route's aggregated event (``navigator.access.refusals``), with
+        what is known of its caller."""
+        self.refusals.refuse(
+            route, source, token_shown, outcome, principal=principal, reason=reason
+        )
 
     async def run(self) -> None:
         """Write batches until cancelled; prune past the retention now and then."""

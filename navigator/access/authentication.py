@@ -5,8 +5,9 @@ the admin API, the node API and the console's data all pass through it, because 
 does not guard custom routes. It resolves the principal once per HTTP request and puts a
 ``Caller`` in the ASGI scope (on the MCP path, also the principal as the MCP SDK's user: the SDK
 serves a legacy-era session only to the principal that opened it); missing or bad credentials on
-a guarded path are an HTTP 401 whose body is the SPEC §9 JSON. Public paths (health, the
-console's static shell) carry no credentials.
+a guarded path are an HTTP 401 whose body is the SPEC §9 JSON, and a registry that cannot be read
+an HTTP 503 ``registry_unavailable`` on every route, MCP's two eras included (ADR 0056). Public
+paths (health, the console's static shell) carry no credentials.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from navigator.settings import NavigatorSettings
 from registry import (
     Registry,
     RegistryError,
-    RegistryUnavailable,
     read_subject_holder,
     read_token_holder,
 )
@@ -114,13 +114,20 @@ class Authenticator:
         """``verify``'s caller, and what stands behind it: the stored token's hash, or the JWT's
         expiry (what a console session is bound to). A refusal is counted on the aggregated
         audit event of ``route``'s name and the ``source`` address, naming a token by the first
-        12 digits of its hash, never by its value (ADR 0039, ADR 0045)."""
+        12 digits of its hash, never by its value (ADR 0039, ADR 0045); so is a request refused
+        because the registry could not be read (``registry_unavailable``, ADR 0056)."""
         try:
             return await self._credential(token)
         except Unauthenticated:
-            if self.audit is not None:
-                self.audit.refused(route, source, hash_token(token)[:12] if token else None)
+            self._refused(route, source, token, Unauthenticated.code)
             raise
+        except RegistryError as error:
+            self._refused(route, source, token, from_registry(error).code)
+            raise
+
+    def _refused(self, route: str, source: str, token: str | None, outcome: str) -> None:
+        if self.audit is not None:
+            self.audit.refused(route, source, hash_token(token)[:12] if token else None, outcome)
 
     async def _credential(self, token: str | None) -> Credential:
         if token and not token.startswith(TOKEN_PREFIX) and self.jwt is not None:
@@ -178,10 +185,6 @@ def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-#: Marks a request whose credentials could not be checked because the registry is down.
-REGISTRY_DOWN = object()
-
-
 def session_owner(caller: Caller) -> AuthenticatedUser:
     """The caller as the MCP SDK names who holds a legacy-era session: by principal id, which
     the SDK compares on every request in that session (no token is kept in it)."""
@@ -193,8 +196,6 @@ def session_owner(caller: Caller) -> AuthenticatedUser:
 def caller_from_scope(scope: Scope) -> Caller:
     """The caller the middleware resolved; missing context means deny."""
     caller = scope.get("state", {}).get("meshnav_caller")
-    if caller is REGISTRY_DOWN:  # the registry failed the middleware: its answer, as there
-        raise from_registry(RegistryUnavailable())
     if not isinstance(caller, Caller):
         raise Unauthenticated()
     return caller
@@ -219,19 +220,20 @@ async def send_error(
 
 
 class AuthenticationMiddleware:
-    """Authenticate every HTTP request except the public paths; 401 with the §9 body otherwise."""
+    """Authenticate every HTTP request except the public paths; 401 with the §9 body otherwise,
+    and 503 ``registry_unavailable`` while the registry cannot be read."""
 
     def __init__(
         self,
         app: ASGIApp,
         authenticator: Authenticator,
         public: Callable[[str], bool],
-        answers_in_band: Callable[[str], bool] = lambda path: False,
+        holds_sessions: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.public = public
-        self.answers_in_band = answers_in_band
+        self.holds_sessions = holds_sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.public(scope["path"]):
@@ -247,16 +249,11 @@ class AuthenticationMiddleware:
             await send_error(send, error)  # its challenge: ``navigator.access.oauth.Challenges``
             return
         except RegistryError as error:
-            if not self.answers_in_band(scope["path"]):
-                await send_error(send, from_registry(error))
-                return
-            # MCP answers an outage as a tool error (registry_unavailable), not an HTTP failure;
-            # the request carries no caller, so nothing but that error can come of it (and no
-            # session of anyone's is served to it: it names no owner)
-            scope.setdefault("state", {})["meshnav_caller"] = REGISTRY_DOWN
-            await self.app(scope, receive, send)
+            # on every route and era alike: an MCP request names no owner then, and a legacy-era
+            # session is neither opened nor served without its owner (ADR 0056)
+            await send_error(send, from_registry(error))
             return
         scope.setdefault("state", {})["meshnav_caller"] = caller
-        if self.answers_in_band(scope["path"]):  # MCP: its sessions are the caller's own
+        if self.holds_sessions(scope["path"]):  # MCP: its sessions are the caller's own
             scope["user"] = session_owner(caller)
         await self.app(scope, receive, send)

@@ -8,6 +8,10 @@ or address not yet counted are counted on one event of their own (``* from *: ov
 the last of the minute's, written when its window ends and the minute has room — so a flood of
 refused requests from any number of addresses costs the registry a bounded number of rows.
 
+A refusal for credentials is a ``sign-in`` event; one for another reason — the registry could
+not be read, the navigator was stopping — a ``request`` event, naming its principal when it was
+known (ADR 0056).
+
 The route is one of a fixed list of names (``route_name``), never the path the request asked for:
 a refused request writes nothing of its choosing into the trail.
 """
@@ -24,7 +28,7 @@ from navigator.errors import Unauthenticated
 from registry.audit import AuditEntry
 from registry.models import utcnow
 
-__all__ = ["ROUTE_NAMES", "Refusals", "route_name"]
+__all__ = ["ROUTE_NAMES", "Refusals", "action", "route_name"]
 
 #: What an ``/api/v1`` path's first segment may be (``navigator.api.routes.ROUTES``); any other
 #: path under it is named ``/api/v1/(unknown)``.
@@ -38,8 +42,14 @@ ROUTE_NAMES = frozenset(
     | {f"/api/v1/{segment}" for segment in API_SEGMENTS}
 )
 #: The key of the event refusals past the bound are counted on.
-_OVER = ("*", "over the bound", "*", "")
+_OVER = ("*", "over the bound", "*", "", "")
 _MINUTE_S = 60.0
+
+
+def action(outcome: str) -> str:
+    """A refusal's action: ``sign-in`` when its credentials were refused, else ``request`` (the
+    registry could not be read, the navigator was stopping: ADR 0056)."""
+    return "sign-in" if outcome == Unauthenticated.code else "request"
 
 
 def route_name(path: str) -> str:
@@ -84,8 +94,8 @@ class Refusals:
         self.per_minute = per_minute
         self.window_s = window_s
         self.clock = clock
-        #: By (route name, reason, source address, outcome).
-        self._counted: dict[tuple[str, str, str, str], _Counted] = {}
+        #: By (route name, reason, source address, outcome, principal).
+        self._counted: dict[tuple[str, str, str, str, str], _Counted] = {}
         #: When each event of the last minute was given room (its key first counted).
         self._spent: deque[float] = deque()
 
@@ -101,12 +111,16 @@ class Refusals:
         source: str,
         token_shown: str | None,
         outcome: str = Unauthenticated.code,
+        *,
+        principal: str = "",
+        reason: str | None = None,
     ) -> None:
-        """Count one request refused with ``outcome`` (a SPEC §9 code) before any caller was
-        known: ``token_shown`` the first 12 hex digits of its token's hash, None for no token."""
+        """Count one request refused with ``outcome`` (a SPEC §9 code) before the audited path:
+        ``token_shown`` the first 12 hex digits of its token's hash, None for no token; or, when
+        its caller was known, its ``principal`` and what it asked (``reason``, a fixed name)."""
         now = self.clock()
-        reason = "no token" if token_shown is None else "token"
-        key = (route_name(route), reason, source or "?", outcome)
+        reason = reason or ("no token" if token_shown is None else "token")
+        key = (route_name(route), reason, source or "?", outcome, principal)
         counted = self._counted.get(key)
         if counted is None and not self._room(now, keep=1):  # one left for the event past it
             key = _OVER
@@ -134,6 +148,8 @@ class Refusals:
             target = "* from *: over the bound" if key == _OVER else counted.target(*key[:3])
             outcome = key[3] or Unauthenticated.code
             entries.append(
-                AuditEntry(counted.at, "", "sign-in", target, outcome, count=counted.count)
+                AuditEntry(
+                    counted.at, key[4], action(outcome), target, outcome, count=counted.count
+                )
             )
         return entries

@@ -20,6 +20,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 
 from mesh import tracing
+from navigator.access.auditing import AuditLog
 from navigator.access.authentication import caller_from_scope
 from navigator.access.grants import Caller
 from navigator.errors import (
@@ -67,6 +68,15 @@ async def resolve_caller(source: CallerSource | None) -> Caller:
     return caller_from_scope(request.scope)
 
 
+def _source() -> str:
+    """The address the HTTP request came from; none over stdio."""
+    try:
+        client = get_http_request().client
+    except RuntimeError:
+        return ""
+    return client.host if client is not None else ""
+
+
 def current_caller() -> Caller:
     """The caller of the tool being run; missing context means deny."""
     caller = _caller.get()
@@ -82,11 +92,26 @@ class CallerMiddleware(Middleware):
         source: CallerSource | None = None,
         *,
         stopping: Stopping | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.walker_names = walker_names
         self.source = source
-        #: While the navigator drains, a new call is refused (ADR 0030).
+        #: While the navigator drains, a new call is refused (ADR 0030), and counted (ADR 0056).
         self.stopping = stopping
+        self.audit = audit
+
+    async def _refused(self, refusal: NavigatorError) -> None:
+        """Count a call refused before the audited path on the aggregated refusal events, with
+        its principal when it has one (ADR 0056)."""
+        if self.audit is None:
+            return
+        try:
+            principal = (await resolve_caller(self.source)).principal
+        except (NavigatorError, RegistryError):
+            principal = ""
+        self.audit.refused(
+            "/mcp", _source(), None, refusal.code, principal=principal, reason="tools/call"
+        )
 
     async def on_call_tool(
         self,
@@ -115,6 +140,7 @@ class CallerMiddleware(Middleware):
         try:
             refusal = self.stopping.refusal() if self.stopping is not None else None
             if refusal is not None:
+                await self._refused(refusal)
                 raise refusal
             if tool == "unknown":
                 raise UnknownTool("The navigator offers only seats, search, describe and call.")

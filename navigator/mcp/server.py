@@ -68,7 +68,9 @@ def build_mcp(
         mask_error_details=True,
         middleware=[
             UnknownMethods(error_body(NO_SUCH_METHOD)),
-            CallerMiddleware(set(WALKER_TOOLS), source, stopping=stopping),
+            CallerMiddleware(
+                set(WALKER_TOOLS), source, stopping=stopping, audit=services.authenticator.audit
+            ),
         ],
         tools=list(walker_tools(services.navigator)),
     )

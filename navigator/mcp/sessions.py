@@ -14,6 +14,9 @@ behind authentication:
 - it counts the requests in flight on ``/mcp`` (both eras), which the navigator's drain waits on,
   and closes sessions — the idle ones, or all — when it stops (``navigator.mcp.stopping``).
 
+No request reaches the MCP app without the caller authentication resolved: a session is never
+opened, nor served, without its owner (ADR 0056).
+
 A session is idle when no POST of it is in flight: the GET stream a client keeps open for the
 server's notifications is not work.
 """
@@ -29,6 +32,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from navigator.access.authentication import caller_from_scope, send_error
+from navigator.access.grants import Caller
 from navigator.errors import NavigatorError, RateLimited
 from navigator.nodes import sdk
 
@@ -70,16 +74,27 @@ class SessionBook:
         #: POSTs in flight on ``/mcp``, both eras, and when the last one ended.
         self.posts = 0
         self.last_post_ended = 0.0
+        #: Set when the drain's grace ended: no POST's answer is sent from then on (ADR 0056).
+        self.cut = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:  # authentication vetted it; a request it did not reaches no session (ADR 0056)
+            caller = caller_from_scope(scope)
+        except NavigatorError as error:
+            await send_error(send, error)
+            return
+        if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
         self.posts += 1
         session = _header(scope, _SESSION_HEADER)
+        send = self._until_cut(send)
         try:
             if session is None and self._opens_session(scope):
-                await self._open(scope, receive, send)
+                await self._open(caller, scope, receive, send)
             elif session is not None and session in self._owner:
                 await self._use(session, scope, receive, send)
             else:
@@ -87,6 +102,16 @@ class SessionBook:
         finally:
             self.posts -= 1
             self.last_post_ended = time.monotonic()
+
+    def _until_cut(self, send: Send) -> Send:
+        """``send``, until the drain's grace ends: an answer finished later is not sent, so what
+        the audit records of it is what its client received (ADR 0056)."""
+
+        async def sending(message: Message) -> None:
+            if not self.cut:
+                await send(message)
+
+        return sending
 
     def _opens_session(self, scope: Scope) -> bool:
         """A POST without a session of the legacy era: the SDK opens a session for it."""
@@ -105,12 +130,7 @@ class SessionBook:
             if not self._busy[session]:
                 del self._busy[session]
 
-    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            caller = caller_from_scope(scope)
-        except NavigatorError:  # not authenticated: the MCP app answers as it does
-            await self.app(scope, receive, send)
-            return
+    async def _open(self, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
         principal = caller.principal if caller.registered else _UNREGISTERED
         held = self._live(principal)
         if len(held) >= (self.per_principal if caller.registered else self.unregistered):

@@ -12,12 +12,15 @@ and that request found no listener. The navigator now drains still listening:
    stream held the exit for the whole grace);
 3. the drain ends once no ``/mcp`` request has been in flight for ``LINGER_S`` — the follow-up
    ``tools/list`` of a client that just got its result is answered — or when the grace is over;
-   the remaining sessions are closed and uvicorn stops the server as before.
+   the remaining sessions are closed and uvicorn stops the server as before. At the grace's end
+   no answer is sent any more (``SessionBook.cut``) and ``on_cut`` is told, so that a call
+   finishing later is recorded as what its client received: nothing (ADR 0056).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import anyio
 
@@ -35,10 +38,14 @@ RETRY_AFTER_S = 5
 class Stopping:
     """Whether the navigator refuses new calls, and its drain (``mesh.lifecycle.Drain``)."""
 
-    def __init__(self, sessions: SessionBook | None = None) -> None:
+    def __init__(
+        self, sessions: SessionBook | None = None, on_cut: Callable[[], None] | None = None
+    ) -> None:
         #: The MCP sessions and requests it waits on and closes (none: it only refuses).
         self.sessions = sessions
         self.refusing = False
+        #: Told when the grace ended with requests in flight, whose answers are no longer sent.
+        self.on_cut = on_cut
 
     def refusal(self) -> NavigatorStopping | None:
         """What a new call is answered while the navigator drains."""
@@ -53,6 +60,10 @@ class Stopping:
         await sessions.close_sessions(idle_only=True)
         while time.monotonic() < deadline and not _quiet(sessions, began):  # noqa: ASYNC110
             await anyio.sleep(0.05)  # requests begin and end by the thousand: polled, not told
+        if sessions.posts:  # the grace is over: what still runs reaches no client
+            sessions.cut = True
+            if self.on_cut is not None:
+                self.on_cut()
         await sessions.close_sessions(idle_only=False)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.harness import MeshHarness, mcp_client, tool_result
 from tests.postgres_server import PostgresServer, start_postgres
@@ -107,8 +108,12 @@ async def test_a_registry_outage_answers_registry_unavailable_then_recovers(
                 ("search", {"query": "x"}),
                 ("call", {"address": "a1/b/c"}),
             ]:
-                down = await client.call_tool_mcp(tool, arguments)
-                assert tool_result(down)["error"] == "registry_unavailable", (tool, down)
+                with pytest.raises(MCPError):  # an HTTP 503 the client keeps its session after
+                    await client.call_tool_mcp(tool, arguments)
+            down = httpx.post(
+                f"{mesh.navigator_url}/mcp", headers={"Authorization": f"Bearer {agent}"}
+            )
+            assert (down.status_code, down.json()["error"]) == (503, "registry_unavailable")
             ready = httpx.get(f"{mesh.navigator_url}/readyz")
             assert ready.status_code == 503
             await anyio.to_thread.run_sync(own_postgres.resume)

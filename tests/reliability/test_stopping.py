@@ -22,6 +22,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from mesh.lifecycle import GRACE_S
+from tests.e2e.test_audit import audit_json
 from tests.harness import MeshHarness, tool_result
 
 pytestmark = [pytest.mark.e2e]
@@ -111,3 +112,63 @@ async def test_an_idle_legacy_session_does_not_hold_the_exit(mesh: MeshHarness) 
         navigator.send_signal(signal.SIGTERM)
         took = await _exited(mesh, GRACE_S + 5)
     assert took < 3.0, f"the navigator took {took:.1f} s to exit"
+
+
+async def test_a_call_refused_for_the_stop_is_audited_with_its_principal(
+    mesh: MeshHarness,
+) -> None:
+    """Refused before the audited path, such calls left no event (issue 37, item 6)."""
+    navigator = mesh.navigator
+    assert navigator is not None
+    async with (
+        _client(mesh, "auto") as busy,
+        _client(mesh, "auto") as late,
+        anyio.create_task_group() as tasks,  # a call in flight holds the drain open
+    ):
+        arguments = {"address": "slow1/echo/nap", "args": {"seconds": NAP_S}}
+        tasks.start_soon(busy.call_tool_mcp, "call", arguments)
+        await anyio.sleep(NAP_S / 2)
+        navigator.send_signal(signal.SIGTERM)
+        await anyio.sleep(0.3)
+        for _ in range(2):
+            refused = await late.call_tool_mcp("call", {"address": "slow1/echo/echo"})
+            assert tool_result(refused)["error"] == "navigator_stopping", refused
+    await _exited(mesh, GRACE_S + 5)
+    events = audit_json(mesh.database_url, "--outcome", "navigator_stopping")
+    assert [(e["action"], e["principal"], e["target"], e["count"]) for e in events] == [
+        ("request", "agent", "/mcp from 127.0.0.1: tools/call", 2)
+    ], events
+
+
+async def test_a_call_answered_after_the_grace_is_recorded_as_its_client_received_it(
+    mesh: MeshHarness,
+) -> None:
+    """Its node answered once the drain's grace had ended: no answer reached the client, yet
+    the audit recorded ``ok`` (issue 37, item 6)."""
+    navigator = mesh.navigator
+    assert navigator is not None
+    received: list[Any] = []
+    nap_s = 0.5 + GRACE_S + 0.4  # ends after the grace, before uvicorn's last second is over
+    try:
+        async with _client(mesh, "legacy") as client, anyio.create_task_group() as tasks:
+
+            async def call() -> None:
+                arguments = {"address": "slow1/echo/nap", "args": {"seconds": nap_s}}
+                try:
+                    received.append(await client.call_tool_mcp("call", arguments))
+                except Exception as error:
+                    received.append(error)
+
+            tasks.start_soon(call)
+            await anyio.sleep(0.5)
+            navigator.send_signal(signal.SIGTERM)
+            await _exited(mesh, GRACE_S + 10)
+            tasks.cancel_scope.cancel()
+    except Exception as error:  # leaving a client whose navigator is gone raises
+        received.append(error)
+    events = audit_json(mesh.database_url, "--action", "call")
+    assert [(e["target"], e["outcome"]) for e in events] == [("slow1/echo/nap", "cancelled")], (
+        events,
+        received,
+    )
+    assert not any(getattr(r, "structured_content", None) for r in received), received

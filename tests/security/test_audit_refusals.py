@@ -85,3 +85,29 @@ def test_refusal_events_are_bounded_a_minute_whatever_the_addresses() -> None:
     now[0] = 70.0
     (late,) = refusals.due()
     assert late.target == "* from *: over the bound" and late.count == 1000
+
+
+def test_refusals_other_than_sign_in_are_requests_with_what_is_known_of_the_caller() -> None:
+    """A request refused for an outage or a stop was no sign-in (issue 37, item 6)."""
+    now = [0.0]
+    refusals = Refusals(per_minute=10, window_s=1.0, clock=lambda: now[0])
+    refusals.refuse("/mcp", "127.0.0.1", "3fa2c0ffee12", "registry_unavailable")
+    refusals.refuse("/mcp", "127.0.0.1", "3fa2c0ffee12", "registry_unavailable")
+    refusals.refuse("/api/v1/nodes/x", "127.0.0.1", None)
+    for principal in ("alice", "bob", "alice"):
+        refusals.refuse(
+            "/mcp",
+            "127.0.0.1",
+            None,
+            "navigator_stopping",
+            principal=principal,
+            reason="tools/call",
+        )
+    now[0] = 2.0
+    events = sorted((e.action, e.principal, e.target, e.outcome, e.count) for e in refusals.due())
+    assert events == [
+        ("request", "", "/mcp from 127.0.0.1: token 3fa2c0ffee12", "registry_unavailable", 2),
+        ("request", "alice", "/mcp from 127.0.0.1: tools/call", "navigator_stopping", 2),
+        ("request", "bob", "/mcp from 127.0.0.1: tools/call", "navigator_stopping", 1),
+        ("sign-in", "", "/api/v1/nodes from 127.0.0.1: no token", "unauthenticated", 1),
+    ]
