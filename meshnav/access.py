@@ -13,7 +13,15 @@ from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
 from navigator.access.tokens import hash_token, mint_token
 from navigator.addresses import MESH, check_placement, parse_pattern
-from navigator.api.access import (
+from navigator.api.audit import audit_filter, audit_page, audit_verify
+from navigator.errors import (
+    InvalidAddress,
+    NavigatorError,
+    error_body,
+    from_registry,
+)
+from navigator.http.bodies import Body, parse_body
+from navigator.operations.rules import (
     GRANT_ID_MOST,
     GrantBody,
     PrincipalBody,
@@ -25,14 +33,6 @@ from navigator.api.access import (
     is_principal_name,
     write_grant,
 )
-from navigator.api.audit import audit_filter, audit_page, audit_verify
-from navigator.errors import (
-    InvalidAddress,
-    NavigatorError,
-    error_body,
-    from_registry,
-)
-from navigator.http.bodies import Body, parse_body
 from registry import (
     UNLIMITED,
     AccessStore,

@@ -1,6 +1,7 @@
-"""Principals and grants: the admin API's bodies and rules for them, which the command line's
-direct path to the registry (``meshnav.access``) shares, so that the registry never holds what
-the API would refuse. Loads neither the server nor FastMCP: the command line stays quick."""
+"""Principals and grants: the bodies and rules for them, which the admin API, the console and the
+command line's direct path to the registry (``meshnav.access``) share, so that the registry never
+holds what the API would refuse. Loads neither the server nor FastMCP: the command line stays
+quick."""
 
 from __future__ import annotations
 
