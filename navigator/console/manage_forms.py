@@ -14,6 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from navigator.catalog.registrar import is_node_endpoint
 from navigator.console.layout import Page, join
 from navigator.console.tables import Cell, table
 from navigator.operations.mesh_ops import CONFIRMATION_MARKS
@@ -73,7 +74,7 @@ def _select(label: str, name: str, options: Sequence[str]) -> Markup:
 def _principals(rows: Sequence[PrincipalRecord]) -> Markup:
     def row(p: PrincipalRecord) -> list[Cell]:
         data = p.as_json()
-        quota = data.get("quota") or {}
+        quota = {"calls a minute": p.quota.rate_per_minute, "at once": p.quota.concurrency}
         keep = {"name": p.name}
         actions = join(
             [
@@ -98,7 +99,7 @@ def _principals(rows: Sequence[PrincipalRecord]) -> Markup:
             p.name,
             " ".join(data.get("scopes") or []) or "—",
             str(data.get("status", "")),
-            str(data.get("expiresAt") or "never"),
+            p.expires_at.strftime("%Y-%m-%d %H:%M UTC") if p.expires_at else "never",
             limits,
             actions,
         ]
@@ -206,7 +207,9 @@ def _machines(machines: Sequence[Mapping[str, Any]]) -> Markup:
         for entry in machine["assignments"]:
             keep = {"machine": str(entry["machine"]), "role": str(entry["role"])}
             change = form("assignment-retire", Markup(""), "Retire", hidden=keep)
-            if entry.get("endpoint"):
+            if entry.get("endpoint") and not is_node_endpoint(
+                entry["endpoint"], machine.get("advertise")
+            ):
                 change = form("assignment-refresh", Markup(""), "Refresh", hidden=keep) + change
             rows.append([f"{entry['machine']}/{entry['role']}", str(entry["status"]), change])
     listing = table("Machines and assignments", ["Address", "Status", "Change"], rows)
@@ -248,7 +251,7 @@ def manage_page(listing: Listing, outcome: Outcome | None = None, status: int = 
         _seats(listing.seats),
         _machines(listing.machines),
     )
-    return Page(title="Manage", main=main, section="manage", status=status)
+    return Page(title="Manage", main=main, section="manage", status=status, live=outcome is None)
 
 
 def confirm_page(question: str, fields: Mapping[str, str], *, to: str = MANAGE) -> Page:
@@ -263,4 +266,4 @@ def confirm_page(question: str, fields: Mapping[str, str], *, to: str = MANAGE) 
         '<button type="submit" class="danger">Yes, do it</button> '
         '<a href="{}">Cancel</a></form></div>'
     ).format(question, to, hidden, to)
-    return Page(title="Confirm", main=main, section="manage")
+    return Page(title="Confirm", main=main, section="manage", live=False)

@@ -176,7 +176,7 @@ def _page(
         form.get(JSON_FIELD, ""),
         answer or "",
     )
-    return Page(title=f"Try {tool}", main=main, status=status)
+    return Page(title=f"Try {tool}", main=main, status=status, live=False)  # a form, kept
 
 
 def try_href(address: str) -> str:
