@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from navigator.access.tokens import hash_token, mint_token
 from navigator.addresses import parse_pattern
 from navigator.operations.rules import (
     GrantBody,
     PrincipalBody,
     QuotaBody,
-    checked_principal,
-    expiry,
     grant_verdict,
+    principal_added,
+    token_rotated,
     write_grant,
 )
 from registry import AccessStore, NotFound
@@ -33,33 +32,16 @@ __all__ = [
 
 async def add_principal(found: Services, body: PrincipalBody) -> dict[str, Any]:
     """Add a principal; the answer holds its token, the only time it is shown."""
-    body = checked_principal(body)
-    token = mint_token()
-    record = await found.transact(
-        lambda session: AccessStore(session).add_principal(
-            body.name,
-            scopes=body.scopes,
-            token_hash=hash_token(token),
-            machine=body.machine,
-            expires_at=expiry(body.expires_days),
-            quota=body.quota(),
-        )
-    )
-    return {"principal": record.as_json(), "token": token}
+    return await found.transact(lambda session: principal_added(AccessStore(session), body))
 
 
 async def rotate_principal(
     found: Services, name: str, expires_days: float | None
 ) -> dict[str, Any]:
-    """A new token for ``name`` (the old one stops at once), expiring in ``expires_days`` days
-    or never; the answer holds it, the only time it is shown."""
-    token = mint_token()
-    record = await found.transact(
-        lambda session: AccessStore(session).rotate_principal(
-            name, token_hash=hash_token(token), expires_at=expiry(expires_days)
-        )
+    """A new token for ``name`` (the old one stops at once); the answer holds it, once."""
+    return await found.transact(
+        lambda session: token_rotated(AccessStore(session), name, expires_days)
     )
-    return {"principal": record.as_json(), "token": token}
 
 
 async def revoke_principal(found: Services, name: str) -> dict[str, Any]:

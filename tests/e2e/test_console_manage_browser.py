@@ -12,14 +12,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.e2e.test_console_browser import _seed, _wait_registered, browser, sign_in
-from tests.harness import MeshHarness
+from tests.e2e.test_console_browser import ConsoleMesh, browser, sign_in, start_mesh
 
 expect.set_options(timeout=15_000)
 
@@ -28,38 +26,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.xdist_group("bro
 __all__ = ["browser"]  # the module's browser, shared with the console's other browser tests
 
 
-@dataclass
-class Mesh:
-    harness: MeshHarness
-    operator: str
-    stranger: str
-
-    @property
-    def url(self) -> str:
-        return self.harness.navigator_url
-
-
 @pytest.fixture(scope="module")
-def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
     """db1 with a SQLite database, and the mesh seat ``notes`` on web1."""
-    root = tmp_path_factory.mktemp("manage")
-    _seed(root / "db1" / "inventory.db", ["CREATE TABLE products (id INTEGER PRIMARY KEY)"])
-    _seed(root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY)"])
-    harness = MeshHarness(root / "run")
-    operator = harness.principal("operator", ["mesh:admin"])
-    harness.grant("operator", "*/*/*")
-    stranger = harness.principal("stranger")
-    try:
-        harness.start_navigator()
-        harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
-        harness.start_node(
-            "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
-        )
-        for name in ("db1", "web1"):
-            _wait_registered(harness, name)
-        yield Mesh(harness, operator, stranger)
-    finally:
-        harness.close()
+    yield from start_mesh(tmp_path_factory.mktemp("manage"), {"db1": ("inventory", "products")})
 
 
 @pytest.fixture
@@ -112,7 +82,7 @@ def _submit(
 
 
 def test_an_operator_manages_principals_grants_seats_and_the_mesh(
-    mesh: Mesh, context: BrowserContext
+    mesh: ConsoleMesh, context: BrowserContext
 ) -> None:
     page = sign_in(context, mesh.url, mesh.operator)
     page.get_by_role("link", name="Manage").click()
@@ -154,7 +124,7 @@ def test_an_operator_manages_principals_grants_seats_and_the_mesh(
     expect(page.locator("#outcome")).to_contain_text("carol revoked")
 
 
-def test_a_tool_is_tried_through_the_walker(mesh: Mesh, context: BrowserContext) -> None:
+def test_a_tool_is_tried_through_the_walker(mesh: ConsoleMesh, context: BrowserContext) -> None:
     page = sign_in(context, mesh.url, mesh.operator)
     page.goto(mesh.url + "/console/assignments/db1/sqlite?tool=query#tool-query")
     page.locator('a[href="/console/try/db1/sqlite/query"]').click()

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from navigator.access.grants import Caller
 from navigator.catalog.registrar import AssignmentSpec
 from registry import AccessStore, CatalogStore
 from registry.audit import AuditFilter, AuditStore
@@ -212,3 +213,18 @@ async def test_trying_a_tool_calls_through_the_walker(tmp_path: Path) -> None:
             "/console/try/db2/node/uptime", data={"json": "{}"}, headers=SAME_SITE
         )
         assert refused.status_code == 403
+
+
+async def test_a_mark_is_required_and_the_api_keeps_always_as_its_alias(tmp_path: Path) -> None:
+    async with console_app(tmp_path) as console, console.client() as client:
+        headers = {"authorization": f"Bearer {console.tokens['root']}"}
+        route = "/api/v1/tools/db1/sqlite/query/confirmation"
+        for mark in ("required", "always"):
+            marked = await client.put(route, json={"confirmation": mark}, headers=headers)
+            assert marked.status_code == 200 and marked.json()["confirmation"] == mark
+            root = await console.services.navigator.describe(
+                Caller("root", frozenset({"mesh:admin"})), "db1/sqlite/query"
+            )
+            assert root["confirmation"] == "required"
+        bad = await client.put(route, json={"confirmation": "sometimes"}, headers=headers)
+        assert bad.status_code == 400
