@@ -279,7 +279,13 @@ async def manage(request: Request) -> Response:
         outcome, status = Outcome(failed.message, refused=True), failed.status
     except NavigatorError as error:
         outcome, status = Outcome(error.message, refused=True), error.status
-    page = manage_page(await _listing(found), outcome, status)
+    try:
+        listing = await _listing(found)
+    except RegistryError as error:  # the change (if any) is done; the listing cannot be read
+        failed = from_registry(error)
+        page = error_page(failed)
+        return HTMLResponse(document(page, caller, operator=True), status_code=failed.status)
+    page = manage_page(listing, outcome, status)
     if request.headers.get(FRAGMENT_HEADER) == "1" and request.method == "GET":
         return HTMLResponse(page.main, status_code=page.status)
     return HTMLResponse(document(page, caller, operator=True), status_code=page.status)
