@@ -11,20 +11,7 @@ from sqlalchemy.orm import Session
 
 from meshnav.client import admin_request, error_line
 from meshnav.errors import CommandError
-from navigator.access.tokens import hash_token, mint_token
 from navigator.addresses import MESH, check_placement, parse_pattern
-from navigator.api.access import (
-    GRANT_ID_MOST,
-    GrantBody,
-    PrincipalBody,
-    QuotaBody,
-    RotateBody,
-    checked_principal,
-    expiry,
-    grant_verdict,
-    is_principal_name,
-    write_grant,
-)
 from navigator.api.audit import audit_filter, audit_page, audit_verify
 from navigator.errors import (
     InvalidAddress,
@@ -33,6 +20,19 @@ from navigator.errors import (
     from_registry,
 )
 from navigator.http.bodies import Body, parse_body
+from navigator.operations.rules import (
+    GRANT_ID_MOST,
+    GrantBody,
+    PrincipalBody,
+    QuotaBody,
+    RotateBody,
+    checked_principal,
+    grant_verdict,
+    is_principal_name,
+    principal_added,
+    token_rotated,
+    write_grant,
+)
 from registry import (
     UNLIMITED,
     AccessStore,
@@ -112,18 +112,7 @@ class Access:
         if self.navigator_url:
             return dict(await self._api("POST", "/principals", body))
         fields = _fields(PrincipalBody, body, checked_principal)
-        token = mint_token()
-        record = self._direct(
-            lambda store: store.add_principal(
-                fields.name,
-                scopes=fields.scopes,
-                token_hash=hash_token(token),
-                machine=fields.machine,
-                expires_at=expiry(fields.expires_days),
-                quota=fields.quota(),
-            )
-        )
-        return {"principal": record.as_json(), "token": token}
+        return self._direct(lambda store: principal_added(store, fields))
 
     async def list_principals(self) -> list[dict[str, Any]]:
         if self.navigator_url:
@@ -135,13 +124,7 @@ class Access:
         if self.navigator_url:
             return dict(await self._api("POST", f"/principals/{_named(name)}/rotate", body))
         fields = _fields(RotateBody, body)
-        token = mint_token()
-        record = self._direct(
-            lambda store: store.rotate_principal(
-                name, token_hash=hash_token(token), expires_at=expiry(fields.expires_days)
-            )
-        )
-        return {"principal": record.as_json(), "token": token}
+        return self._direct(lambda store: token_rotated(store, name, fields.expires_days))
 
     async def set_quota(self, name: str, quota: Quota) -> dict[str, Any]:
         """Replace a principal's quota (``PUT /api/v1/principals/NAME/quota``)."""

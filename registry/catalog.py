@@ -390,3 +390,18 @@ class CatalogStore(CatalogReader):
         self._place_seat(name, assignment)
         self.log_change(machine)
         record_change(self.session, "seat.place", f"mesh/{name} on {machine}/{role}")
+
+    def remove_seat(self, name: str) -> None:
+        """Remove the mesh seat ``name``: its instance, if placed, is retired (left live it would
+        become ``MACHINE/SEAT``, under that machine's grants), and a node serving it is refused."""
+        self._write()
+        seat = self.session.execute(select(Seat).where(Seat.name == name)).scalar_one_or_none()
+        if seat is None:
+            raise NotFound("No such seat.")
+        placed = seat.assignment
+        if placed is not None:
+            placed.retired_at = placed.retired_at or utcnow()
+            self.log_change(placed.machine.name)
+        self.session.delete(seat)
+        self.session.flush()
+        record_change(self.session, "seat.remove", f"mesh/{name}")

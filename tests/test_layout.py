@@ -66,6 +66,7 @@ def test_no_two_modules_of_one_tree_share_a_name() -> None:
 #: no dependency). The faces (``mcp``, ``api``, ``console``) stand on all of them; ``app``,
 #: ``services`` and ``settings`` at the top level put them together.
 LAYERS: dict[str, frozenset[str]] = {
+    "operations": frozenset({"access", "catalog", "nodes", "search", "validation", "http"}),
     "walker": frozenset({"access", "catalog", "nodes", "search", "validation", "http"}),
     "access": frozenset({"catalog"}),
     "catalog": frozenset({"nodes", "search", "validation", "http"}),

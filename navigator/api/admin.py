@@ -12,16 +12,18 @@ from typing import Any, Literal
 from pydantic import Field
 from starlette.requests import Request
 
-from navigator.access.tokens import ADMIN_SCOPE, hash_token, mint_token
-from navigator.addresses import (
-    MESH,
-    is_machine_name,
-    is_name,
-    parse_address,
-    parse_pattern,
-    refused_name,
-)
-from navigator.api.access import (
+from navigator.access.tokens import ADMIN_SCOPE
+from navigator.addresses import is_machine_name, is_name, refused_name
+from navigator.api.audit import audit_filter, audit_page, audit_verify
+from navigator.api.base import read_body, require_scope
+from navigator.catalog.overview import mesh_view
+from navigator.catalog.registrar import AssignmentSpec
+from navigator.catalog.upstream import pull_tools
+from navigator.errors import InvalidArguments
+from navigator.http.bodies import Body
+from navigator.http.numbers import whole_number
+from navigator.operations import mesh_ops, people
+from navigator.operations.rules import (
     GRANT_ID_MOST,
     GrantBody,
     HttpUrl,
@@ -30,21 +32,9 @@ from navigator.api.access import (
     QuotaBody,
     RotateBody,
     Scope,
-    checked_principal,
-    expiry,
-    grant_verdict,
-    write_grant,
 )
-from navigator.api.audit import audit_filter, audit_page, audit_verify
-from navigator.api.base import read_body, require_scope
-from navigator.catalog.overview import mesh_view
-from navigator.catalog.registrar import AssignmentSpec, is_node_endpoint
-from navigator.catalog.upstream import pull_tools
-from navigator.errors import InvalidAddress, InvalidArguments, NotPullable
-from navigator.http.bodies import Body
-from navigator.http.numbers import whole_number
 from navigator.services import services
-from registry import AccessStore, CatalogStore, NotFound
+from registry import AccessStore, CatalogStore
 
 __all__ = [
     "AssignmentRegistration",
@@ -83,7 +73,7 @@ class SeatBody(Body):
 
 
 class ToolMarkBody(Body):
-    confirmation: Literal["auto", "never", "always", "elicit-only"]
+    confirmation: Literal["auto", "never", "required", "always", "elicit-only"]
 
 
 # --- the mesh ----------------------------------------------------------------------------
@@ -117,9 +107,7 @@ async def add_machine(request: Request) -> dict[str, Any]:
 
 async def retire_machine(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
-    name = request.path_params["machine"]
-    await services(request).registrar.retire(name, None)
-    return {"retired": name}
+    return {"retired": await mesh_ops.retire(services(request), request.path_params["machine"])}
 
 
 # --- assignments ---------------------------------------------------------------------------
@@ -165,65 +153,30 @@ async def refresh_assignment(request: Request) -> dict[str, Any]:
     """Pull an assignment's tools/list from its endpoint again."""
     require_scope(request, ADMIN_SCOPE)
     machine, role = request.path_params["machine"], request.path_params["role"]
-    found = services(request)
-    record, advertised = await found.read(
-        lambda session: (
-            CatalogStore(session).assignment(machine, role),
-            CatalogStore(session).machine(machine).advertise_url,
-        )
-    )
-    if record.endpoint is None:
-        raise InvalidArguments("This assignment has no endpoint to pull from.")
-    if is_node_endpoint(record.endpoint, advertised):
-        # a node lists its tools to no client (ADR 0004): a pull would read none, and remove all
-        raise NotPullable()
-    spec = AssignmentSpec(
-        role=role,
-        module=record.module,
-        tools=await pull_tools(
-            record.endpoint, found.connections.verify, found.connections.destinations
-        ),
-        kind=record.kind,
-        endpoint=record.endpoint,
-        seat=record.seat,
-        scopes=record.scopes,
-    )
-    result = await found.registrar.put_assignment(machine, spec, action="refresh")
-    return {"assignment": f"{machine}/{role}", **result.as_json()}
+    return await mesh_ops.refresh_assignment(services(request), machine, role)
 
 
 async def retire_assignment(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     machine, role = request.path_params["machine"], request.path_params["role"]
-    await services(request).registrar.retire(machine, role)
-    return {"retired": f"{machine}/{role}"}
+    return {"retired": await mesh_ops.retire(services(request), machine, role)}
 
 
 async def retire(request: Request) -> dict[str, Any]:
     """Retire by address: a machine (``db1``), an assignment (``db1/pg``) or a seat (``mesh/x``)."""
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, RetireBody)
-    address = parse_address(body.address)
-    if address.is_tool or (address.holder == MESH and address.role is None):
-        raise InvalidAddress("Retire a machine, an assignment or a seat.")
-    found = services(request)
-    machine, role = address.holder, address.role
-    if address.holder == MESH and role is not None:
-        placed = (await found.read(lambda session: CatalogStore(session).seats())).get(role)
-        if placed is None:
-            raise NotFound("No such seat.")
-        machine, role = placed
-    await found.registrar.retire(machine, role)
-    return {"retired": body.address}
+    return {"retired": await mesh_ops.retire_address(services(request), body.address)}
 
 
 async def mark_tool(request: Request) -> dict[str, Any]:
-    """An operator's confirmation mark on one tool: auto, never, always or elicit-only."""
+    """An operator's confirmation mark on one tool: auto, never, required or elicit-only (the
+    API also takes ``always``, ``required``'s alias)."""
     require_scope(request, ADMIN_SCOPE)
     machine, role, tool = (request.path_params[k] for k in ("machine", "role", "tool"))
     body = await read_body(request, ToolMarkBody)
-    await services(request).registrar.mark_tool(machine, role, tool, body.confirmation)
-    return {"tool": f"{machine}/{role}/{tool}", "confirmation": body.confirmation}
+    address = f"{machine}/{role}/{tool}"
+    return await mesh_ops.mark_tool(services(request), address, body.confirmation)
 
 
 # --- seats ---------------------------------------------------------------------------------
@@ -243,8 +196,13 @@ async def place_seat(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, SeatBody)
     seat = request.path_params["seat"]
-    await services(request).registrar.place_seat(seat, body.machine, body.role)
-    return {"seat": f"{MESH}/{seat}", "machine": body.machine, "role": body.role}
+    return await mesh_ops.place_seat(services(request), seat, body.machine, body.role)
+
+
+async def remove_seat(request: Request) -> dict[str, Any]:
+    """Remove a mesh seat: its instance is retired, its address called by no one."""
+    require_scope(request, ADMIN_SCOPE)
+    return await mesh_ops.remove_seat(services(request), request.path_params["seat"])
 
 
 # --- principals ----------------------------------------------------------------------------
@@ -259,19 +217,8 @@ async def list_principals(request: Request) -> list[dict[str, Any]]:
 async def add_principal(request: Request) -> dict[str, Any]:
     """Add a principal; the answer holds its token, the only time it is shown."""
     require_scope(request, ADMIN_SCOPE)
-    body = checked_principal(await read_body(request, PrincipalBody))
-    token = mint_token()
-    record = await services(request).transact(
-        lambda session: AccessStore(session).add_principal(
-            body.name,
-            scopes=body.scopes,
-            token_hash=hash_token(token),
-            machine=body.machine,
-            expires_at=expiry(body.expires_days),
-            quota=body.quota(),
-        )
-    )
-    return {"principal": record.as_json(), "token": token}
+    body = await read_body(request, PrincipalBody)
+    return await people.add_principal(services(request), body)
 
 
 async def set_quota(request: Request) -> dict[str, Any]:
@@ -279,31 +226,19 @@ async def set_quota(request: Request) -> dict[str, Any]:
     Every navigator holds the principal to it from its next request."""
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, QuotaBody)
-    name = request.path_params["name"]
-    record = await services(request).transact(
-        lambda session: AccessStore(session).set_quota(name, body.quota())
-    )
-    return record.as_json()
+    return await people.set_quota(services(request), request.path_params["name"], body)
 
 
 async def rotate_principal(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     body = await read_body(request, RotateBody)
     name = request.path_params["name"]
-    token = mint_token()
-    record = await services(request).transact(
-        lambda session: AccessStore(session).rotate_principal(
-            name, token_hash=hash_token(token), expires_at=expiry(body.expires_days)
-        )
-    )
-    return {"principal": record.as_json(), "token": token}
+    return await people.rotate_principal(services(request), name, body.expires_days)
 
 
 async def revoke_principal(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
-    name = request.path_params["name"]
-    await services(request).transact(lambda session: AccessStore(session).revoke_principal(name))
-    return {"revoked": name}
+    return await people.revoke_principal(services(request), request.path_params["name"])
 
 
 # --- grants --------------------------------------------------------------------------------
@@ -318,19 +253,13 @@ async def list_grants(request: Request) -> list[dict[str, Any]]:
 
 async def add_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
-    body = await read_body(request, GrantBody)
-    parse_pattern(body.target)
-    row = await services(request).transact(lambda session: write_grant(AccessStore(session), body))
-    return row.as_json()
+    return await people.add_grant(services(request), await read_body(request, GrantBody))
 
 
 async def revoke_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     grant_id = whole_number(request.path_params["grant"], most=GRANT_ID_MOST)
-    if grant_id is None:
-        raise NotFound("No such grant.")
-    await services(request).transact(lambda session: AccessStore(session).revoke_grant(grant_id))
-    return {"revoked": grant_id}
+    return await people.revoke_grant(services(request), grant_id)
 
 
 async def check_grant(request: Request) -> dict[str, Any]:
@@ -338,9 +267,7 @@ async def check_grant(request: Request) -> dict[str, Any]:
     require_scope(request, ADMIN_SCOPE)
     principal = request.query_params.get("principal", "")
     address = request.query_params.get("address", "")
-    return await services(request).read(
-        lambda session: grant_verdict(AccessStore(session), principal, address)
-    )
+    return await people.check_grant(services(request), principal, address)
 
 
 # --- the audit trail ----------------------------------------------------------------------

@@ -14,12 +14,12 @@ from starlette.requests import Request
 from mesh.instances import INSTANCE_BYTES
 from mesh.settings import MAX_HEARTBEAT_S, MIN_HEARTBEAT_S
 from navigator.access.tokens import NODE_SCOPE
-from navigator.api.access import HttpUrl, ModuleName, Scope
 from navigator.api.base import read_body, require_scope
 from navigator.catalog.instances import NodeInstances
 from navigator.catalog.registrar import AssignmentSpec
 from navigator.errors import InvalidArguments
 from navigator.http.bodies import Body
+from navigator.operations.rules import HttpUrl, ModuleName, Scope
 from navigator.services import services
 
 __all__ = ["heartbeat", "register_node", "stop_node", "update_assignment"]

@@ -7,11 +7,12 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import API_PREFIX, access, admin, enrolment
+from navigator.api import API_PREFIX, admin, enrolment
 from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
 from navigator.errors import MethodNotAllowed, UnknownPath
+from navigator.operations import rules as access
 
 __all__ = ["QUERY_PARAMETERS", "ROUTES", "api_routes", "no_route"]
 
@@ -29,6 +30,7 @@ ROUTES = [
     ("/retire", "POST", admin.retire, admin.RetireBody),
     ("/seats", "GET", admin.list_seats, None),
     ("/seats/{seat}", "PUT", admin.place_seat, admin.SeatBody),
+    ("/seats/{seat}", "DELETE", admin.remove_seat, None),
     ("/principals", "GET", admin.list_principals, None),
     ("/principals", "POST", admin.add_principal, access.PrincipalBody),
     ("/principals/{name}/rotate", "POST", admin.rotate_principal, access.RotateBody),

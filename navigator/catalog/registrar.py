@@ -320,37 +320,33 @@ class Registrar:
         await self._changed(write)
         await self.catalog.catch_up_after_write()
 
-    async def add_machine(self, name: str, *, advertise_url: str | None) -> None:
-        """Add a machine, or bring back a retired one (an operator's act)."""
+    async def _store_write(self, change: Callable[[CatalogStore], object]) -> None:
+        """One operator's change to the catalogue, written, and this navigator's view caught up."""
 
         def write() -> None:
             with self.registry.transaction() as session:
-                CatalogStore(session).add_machine(name, advertise_url=advertise_url)
+                change(CatalogStore(session))
 
         await self._changed(write)
         await self.catalog.catch_up_after_write()
+
+    async def add_machine(self, name: str, *, advertise_url: str | None) -> None:
+        """Add a machine, or bring back a retired one (an operator's act)."""
+        await self._store_write(lambda store: store.add_machine(name, advertise_url=advertise_url))
 
     async def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
         """An operator's confirmation mark on one tool."""
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).mark_tool(machine, role, tool, confirmation)
-
-        await self._changed(write)
-        await self.catalog.catch_up_after_write()
+        await self._store_write(lambda store: store.mark_tool(machine, role, tool, confirmation))
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
         """An operator places a mesh seat: the one place a node may serve it from (ADR 0032)."""
         check_placement(seat, machine, role)
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).place_seat(seat, machine, role)
-
-        await self._changed(write)
         # the seat's previous machine and its new one, both logged
-        await self.catalog.catch_up_after_write()
+        await self._store_write(lambda store: store.place_seat(seat, machine, role))
+
+    async def remove_seat(self, seat: str) -> None:
+        """An operator removes a mesh seat: its live instance is retired, its address gone."""
+        await self._store_write(lambda store: store.remove_seat(seat))
 
 
 def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:

@@ -12,6 +12,9 @@ headers; nothing is loaded from outside the navigator.
     /console/assignments/{holder}/{role} an assignment's tools with their schemas
     /console/search?q=&within=&limit=   search, as the ``search`` walker tool answers
     /console/grants                     principals and grants (mesh:admin)
+    /console/manage                     an operator's changes: principals, grants, seats,
+                                        machines, assignments, tools' marks (mesh:admin)
+    /console/try/{holder}/{role}/{tool} try a tool: its arguments, the call, the answer
     /console/activity?principal=&address=&action=&outcome=   recent audit events (ADR 0039)
     /console/events                     server-sent events: the mesh changed
     /console/sign-in, /console/sign-out POST
@@ -26,6 +29,8 @@ Its modules:
     assignment  an assignment's page: its tools with their contracts
     search      the console's search page, the ``search`` walker tool's answer
     activity    recent audit events, the page and its filters
+    manage      an operator's changes, each through ``navigator.operations``; manage_forms
+                its page; try_tool a tool's call from a form, through the walker
     events      live updates: the server-sent-events stream fed by the catalogue
     layout      the HTML shell and the pieces every page shares; tables the data blocks
     security    the headers every answer carries, and the same-origin checks
@@ -41,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.console import events, pages, session
+from navigator.console import events, manage, pages, session, try_tool
 from navigator.console.assets import serve_asset
 from navigator.console.security import ConsoleHeadersMiddleware
 
@@ -64,6 +69,8 @@ def console_routes() -> list[BaseRoute]:
         (PREFIX + "/machines/{name}", pages.machine, ["GET"]),
         (PREFIX + "/assignments/{holder}/{role}", pages.assignment, ["GET"]),
         (PREFIX + "/grants", pages.grants, ["GET"]),
+        (PREFIX + "/manage", manage.manage, ["GET", "POST"]),
+        (PREFIX + "/try/{holder}/{role}/{tool}", try_tool.try_tool, ["GET", "POST"]),
         (PREFIX + "/search", pages.search, ["GET"]),
         (PREFIX + "/activity", pages.activity, ["GET"]),
         (PREFIX + "/events", events.EventStreams().stream, ["GET"]),

@@ -122,6 +122,7 @@ def _tool_section(tool: ToolView) -> Markup:
         body = Markup(
             '<p class="description">{}</p>{}{}{}{}'
             '<p class="meta">Confirmation: {} · contract digest <code>{}</code></p>'
+            '<p><a class="try-link" href="/console/try/{}">Try this tool</a></p>'
         ).format(
             contract.get("description") or tool.summary,
             Markup("<h4>Arguments</h4>"),
@@ -130,6 +131,7 @@ def _tool_section(tool: ToolView) -> Markup:
             extra,
             contract.get("confirmation", ""),
             str(contract.get("contractDigest", ""))[:16],
+            tool.address,
         )
     return Markup('<section class="tool" id="{}" aria-labelledby="{}-h">{}{}</section>').format(
         anchor, anchor, head, body

@@ -61,6 +61,9 @@ class Page:
     status: int = 200
     #: Whether the page shows audit events: fetched again on new activity, not only changes.
     activity: bool = False
+    #: Whether the page follows the mesh live; not one that shows what was just done (a token
+    #: shown once), which a swap would take away.
+    live: bool = True
 
 
 def join(parts: Iterable[Markup]) -> Markup:
@@ -154,6 +157,7 @@ def _navigation(viewer: Caller, operator: bool, section: str | None) -> Markup:
     ]
     if operator:
         entries.append(("grants", "/console/grants", "Grants"))
+        entries.append(("manage", "/console/manage", "Manage"))
     links = join(
         Markup('<li><a href="{}"{}>{}</a></li>').format(
             href, Markup(' aria-current="page"') if key == section else "", label
@@ -179,7 +183,7 @@ def document(page: Page, viewer: Caller, *, operator: bool) -> str:
         '<!doctype html><html lang="en">{}<body>'
         '<a class="skip" href="#main">Skip to content</a>'
         '<header class="banner">{}{}</header>'
-        '<main id="main" tabindex="-1" data-live="/console/events"{}>{}</main>'
+        '<main id="main" tabindex="-1"{}{}>{}</main>'
         '<footer class="footer"><p>meshnav console — the tools shown are the ones your grants '
         "let you call.</p></footer>"
         '<script src="{}" defer></script>'
@@ -188,6 +192,7 @@ def document(page: Page, viewer: Caller, *, operator: bool) -> str:
         _head(page.title),
         _brand(),
         _navigation(viewer, operator, page.section),
+        Markup(' data-live="/console/events"') if page.live else "",
         Markup(" data-activity") if page.activity else "",
         page.main,
         asset_url("console.js"),

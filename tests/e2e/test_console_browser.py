@@ -84,17 +84,12 @@ def _wait_registered(harness: MeshHarness, name: str, attempts: int = 4) -> None
                 raise
 
 
-@pytest.fixture(scope="module")
-def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
-    """The demo's shape: db1 and db2 with SQLite data, web1 holding the mesh seat ``notes``."""
-    root = tmp_path_factory.mktemp("console")
-    _seed(
-        root / "db1" / "inventory.db", ["CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT)"]
-    )
-    _seed(
-        root / "db2" / "customers.db",
-        ["CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)"],
-    )
+def start_mesh(root: Path, databases: dict[str, tuple[str, str]]) -> Iterator[ConsoleMesh]:
+    """A navigator; a node for each machine of ``databases`` with its SQLite database (its name
+    and its one table) and web1 holding the mesh seat ``notes``; an operator and a stranger."""
+    for machine, (database, table) in databases.items():
+        create = f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)"
+        _seed(root / machine / f"{database}.db", [create])
     _seed(root / "web1" / "notes.db", ["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"])
     harness = MeshHarness(root / "run")
     operator = harness.principal("operator", ["mesh:admin"])
@@ -102,16 +97,25 @@ def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMe
     stranger = harness.principal("stranger")
     try:
         harness.start_navigator()
-        harness.start_node("db1", ["node", f"sqlite:{root / 'db1'}"], wait=False)
-        harness.start_node("db2", ["node", f"sqlite:{root / 'db2'}"], wait=False)
+        for machine in databases:
+            harness.start_node(machine, ["node", f"sqlite:{root / machine}"], wait=False)
         harness.start_node(
             "web1", ["node"], seats=[f"notes=sqlite:{root / 'web1' / 'notes.db'}"], wait=False
         )
-        for name in ("db1", "db2", "web1"):
+        for name in (*databases, "web1"):
             _wait_registered(harness, name)
         yield ConsoleMesh(harness, operator, stranger)
     finally:
         harness.close()
+
+
+@pytest.fixture(scope="module")
+def console_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleMesh]:
+    """The demo's shape: db1 and db2 with SQLite data, web1 holding the mesh seat ``notes``."""
+    root = tmp_path_factory.mktemp("console")
+    yield from start_mesh(
+        root, {"db1": ("inventory", "products"), "db2": ("customers", "customers")}
+    )
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,12 @@ from registry import (
     CatalogStore,
     Conflict,
     NewTool,
+    NotFound,
     Registry,
     RegistryUnavailable,
     SeatNotPlaced,
 )
+from registry.audit import AuditFilter, AuditStore
 from registry.changelog import PRUNED_THROUGH
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -101,6 +103,26 @@ def test_a_seat_moves_between_machines_and_keeps_its_name(registry: Registry) ->
         holders = {a.machine: (a.holder, a.retired) for a in store.assignments()}
     # the old instance is retired, not left live as web1/backup under web1's grants (a review)
     assert holders == {"web1": ("web1", True), "web2": ("mesh", False)}
+
+
+def test_a_removed_seat_retires_its_instance_and_is_served_nowhere(registry: Registry) -> None:
+    """There was no way to remove a mesh seat (issue 38). Its instance, left live, would become
+    ``web1/backup`` under web1's grants; a node serving it again is refused."""
+    backup = {"module": "stdio", "tools": [tool("run")], "seat": "backup"}
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment("web1", "backup", **backup)
+    with registry.transaction() as session:
+        CatalogStore(session).remove_seat("backup")
+    with registry.transaction() as session:
+        store = CatalogStore(session)
+        assert store.seats() == {}
+        assert store.assignment("web1", "backup").retired
+        with pytest.raises(SeatNotPlaced):
+            store.put_assignment("web1", "backup", **backup, by_node=True)
+        with pytest.raises(NotFound):
+            store.remove_seat("backup")
+        [event] = AuditStore(session).events(AuditFilter(action="seat.remove"))
+    assert event.entry.target == "mesh/backup"
 
 
 @pytest.mark.parametrize("retired", ["assignment", "machine"])

@@ -1,6 +1,7 @@
-"""Principals and grants: the admin API's bodies and rules for them, which the command line's
-direct path to the registry (``meshnav.access``) shares, so that the registry never holds what
-the API would refuse. Loads neither the server nor FastMCP: the command line stays quick."""
+"""Principals and grants: the bodies and rules for them, which the admin API, the console and the
+command line's direct path to the registry (``meshnav.access``) share, so that the registry never
+holds what the API would refuse. Loads neither the server nor FastMCP: the command line stays
+quick."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 import registry
 from navigator.access.grants import Caller, explain
+from navigator.access.tokens import hash_token, mint_token
 from navigator.addresses import is_machine_name, refused_name
 from navigator.errors import InvalidArguments, UnknownPrincipal
 from navigator.http.bodies import Body, is_printable
@@ -34,6 +36,8 @@ __all__ = [
     "expiry",
     "grant_verdict",
     "is_principal_name",
+    "principal_added",
+    "token_rotated",
     "write_grant",
 ]
 
@@ -165,6 +169,33 @@ def checked_principal(body: PrincipalBody) -> PrincipalBody:
 
 def expiry(days: float | None) -> datetime | None:
     return datetime.now(UTC) + timedelta(days=days) if days else None
+
+
+def principal_added(store: AccessStore, body: PrincipalBody) -> dict[str, Any]:
+    """Add the principal of ``body`` (checked) with a new token: its record and the token, the
+    only time it is shown — the one way a principal is added, through the API, the console or
+    the command line's direct path."""
+    body = checked_principal(body)
+    token = mint_token()
+    record = store.add_principal(
+        body.name,
+        scopes=body.scopes,
+        token_hash=hash_token(token),
+        machine=body.machine,
+        expires_at=expiry(body.expires_days),
+        quota=body.quota(),
+    )
+    return {"principal": record.as_json(), "token": token}
+
+
+def token_rotated(store: AccessStore, name: str, expires_days: float | None) -> dict[str, Any]:
+    """A new token for ``name`` (the old one stops at once), expiring in ``expires_days`` days or
+    never: its record and the token, the only time it is shown."""
+    token = mint_token()
+    record = store.rotate_principal(
+        name, token_hash=hash_token(token), expires_at=expiry(expires_days)
+    )
+    return {"principal": record.as_json(), "token": token}
 
 
 def grant_verdict(store: AccessStore, principal: str, address: str) -> dict[str, Any]:
