@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_quality import (  # noqa: E402
+from search_quality import (
     DEPTH,
     ROOT,
     Query,

@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# The shared data sets beside the tree, or where ``MESHNAV_SHARED`` says (a worktree elsewhere).
+SHARED = Path(os.environ.get("MESHNAV_SHARED") or ROOT.parent / "shared")
 sys.path.insert(0, str(ROOT))
 
 import bm25s  # noqa: E402
