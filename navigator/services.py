@@ -17,6 +17,7 @@ from navigator.catalog.registrar import Registrar
 from navigator.catalog.view import Catalog
 from navigator.limits import LIMITS, Limits
 from navigator.nodes.connections import NodeConnections
+from navigator.search.ranking import RankingSettings
 from navigator.settings import NavigatorSettings
 from navigator.walker.operations import Navigator
 from registry import Registry
@@ -79,7 +80,9 @@ class Services:
             flush_s=settings.audit_flush_s,
         )
         decisions = audit if settings.audit_calls else None
-        catalog = Catalog(registry)
+        catalog = Catalog(
+            registry, ranking=RankingSettings(relevance_floor=settings.search_relevance_floor)
+        )
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
         )

@@ -141,6 +141,15 @@ def navigator_serve(
             help="This navigator's name in the audit trail (its host and listen address).",
         ),
     ] = None,
+    search_relevance_floor: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_SEARCH_RELEVANCE_FLOOR",
+            min=0.0,
+            max=0.99,
+            help="Search hits below this share of the best hit's score are not returned (0: off).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -162,6 +171,7 @@ def navigator_serve(
         "audit_retention_days": audit_retention_days,
         "audit_jsonl": audit_jsonl,
         "instance": instance,
+        "search_relevance_floor": search_relevance_floor,
     }
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)

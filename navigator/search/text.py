@@ -40,6 +40,7 @@ from navigator.search.languages import (
     unspaced_pieces,
 )
 from navigator.search.thesaurus import compound_parts
+from navigator.search.values import query_segments
 
 __all__ = [
     "STOPWORDS",
@@ -162,12 +163,14 @@ def _remember(
 
 @dataclass(frozen=True, slots=True)
 class QueryWord:
-    """One word of a query: its case-folded surface form, its stem, and whether a misspelling of
-    it may be corrected (not for a camelCase word, whose parts are words of the query too)."""
+    """One word of a query: its case-folded surface form, its stem, whether a misspelling of
+    it may be corrected (not for a camelCase word, whose parts are words of the query too), and
+    whether it is part of a value the query carries (``values``): a path, a quoted string, an id."""
 
     surface: str
     stem: str
     correctable: bool = True
+    value: bool = False
 
 
 class TextAnalyzer:
@@ -375,10 +378,16 @@ class TextAnalyzer:
         Underscores, dots and hyphens split words as in identifiers, so a query may name a tool
         (``list_databases``); a camelCase word is kept whole and split, as in prose.
         """
-        words = _prose_words(query)
+        words = [
+            (word, as_written and not value, value)
+            for segment, value in query_segments(query)
+            for word, as_written in _prose_words(segment)
+        ]
         keep, stem = self._keep, self.stem
-        if maybe_german(query) and is_german([word for word, _ in words]):
+        if maybe_german(query) and is_german([word for word, _, _ in words]):
             keep, stem = self._keep_german, self.german_stem
         return [
-            QueryWord(word, stem(word), correctable) for word, correctable in words if keep(word)
+            QueryWord(word, stem(word), correctable, value)
+            for word, correctable, value in words
+            if keep(word)
         ]
