@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
+from navigator.catalog.view import Catalog
 from navigator.search import SearchIndex, ToolDocument
 from navigator.search.ranking import RankingSettings
 from navigator.search.text import TextAnalyzer
 from navigator.search.values import query_segments
 from navigator.settings import NavigatorSettings
+from registry import CatalogStore, Registry, migrate
+from tests.navigator.meshes import tools
 
 
 def doc(address: str, description: str) -> ToolDocument:
@@ -90,3 +94,21 @@ def test_the_floor_is_a_share_below_one() -> None:
 
 def test_the_navigator_setting_defaults_to_the_ranker_s_floor() -> None:
     assert NavigatorSettings().search_relevance_floor == RankingSettings().relevance_floor
+
+
+@pytest.mark.parametrize(("floor", "expected"), [(0.0, {"query", "drop"}), (0.5, {"query"})])
+async def test_the_catalogues_index_ranks_by_the_settings_it_is_given(
+    tmp_path: Path, floor: float, expected: set[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    migrate(url)
+    registry = Registry(url)
+    with registry.transaction() as session:
+        CatalogStore(session).put_assignment(
+            "db1", "pg", module="postgres", tools=tools("query", "drop")
+        )
+    catalog = Catalog(registry, ranking=RankingSettings(relevance_floor=floor))
+    await catalog.load()
+    # "query" thrice, "drop" once: the drop tool scores about a third of the query tool
+    page = catalog.index.search("query query query drop", permits=lambda _: True)
+    assert {hit.document.name for hit in page.hits} == expected
