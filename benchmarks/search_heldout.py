@@ -43,6 +43,7 @@ from search_quality import (
     Ranker,
     Tool,
     bm25s_ranker,
+    catalogue_tools,
     meshnav_ranker,
 )
 
@@ -70,13 +71,8 @@ def load() -> tuple[list[Tool], list[Query]]:
     ).hexdigest()
     if digest != QUERIES_SHA256:
         raise SystemExit(f"the held-out queries changed (sha256 {digest}): they are frozen")
-    tools = [
-        Tool(f"{server['server']}/{spec['name']}", server["server"], spec)
-        for server in data["servers"]
-        for spec in server["tools"]
-    ]
     queries = [Query(q["query"], frozenset(q["relevant"]), q["class"]) for q in data["queries"]]
-    return tools, queries
+    return catalogue_tools(data), queries
 
 
 def split(queries: Sequence[Query]) -> dict[str, list[Query]]:

@@ -80,15 +80,19 @@ def load_metatool() -> tuple[list[Tool], list[Query], list[Query]]:
     return tools, queries("queries.jsonl"), queries("queries_multi.jsonl")
 
 
-def load_mcp_catalog() -> tuple[list[Tool], list[Query]]:
-    data = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
-    tools = [
+def catalogue_tools(data: dict[str, Any]) -> list[Tool]:
+    """The tools of a catalogue of MCP servers, named ``server/tool``, each under its server."""
+    return [
         Tool(f"{server['server']}/{spec['name']}", server["server"], spec)
         for server in data["servers"]
         for spec in server["tools"]
     ]
+
+
+def load_mcp_catalog() -> tuple[list[Tool], list[Query]]:
+    data = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
     queries = [Query(q["query"], frozenset(q["relevant"]), q["kind"]) for q in data["queries"]]
-    return tools, queries
+    return catalogue_tools(data), queries
 
 
 def meshnav_ranker(tools: Sequence[Tool]) -> Ranker:
