@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# The shared data sets beside the tree, or where ``MESHNAV_SHARED`` says (a worktree elsewhere).
+SHARED = Path(os.environ.get("MESHNAV_SHARED") or ROOT.parent / "shared")
 sys.path.insert(0, str(ROOT))
 
 import bm25s  # noqa: E402
@@ -78,15 +80,19 @@ def load_metatool() -> tuple[list[Tool], list[Query], list[Query]]:
     return tools, queries("queries.jsonl"), queries("queries_multi.jsonl")
 
 
-def load_mcp_catalog() -> tuple[list[Tool], list[Query]]:
-    data = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
-    tools = [
+def catalogue_tools(data: dict[str, Any]) -> list[Tool]:
+    """The tools of a catalogue of MCP servers, named ``server/tool``, each under its server."""
+    return [
         Tool(f"{server['server']}/{spec['name']}", server["server"], spec)
         for server in data["servers"]
         for spec in server["tools"]
     ]
+
+
+def load_mcp_catalog() -> tuple[list[Tool], list[Query]]:
+    data = json.loads((ROOT / "benchmarks" / "data" / "mcp_catalog.json").read_text())
     queries = [Query(q["query"], frozenset(q["relevant"]), q["kind"]) for q in data["queries"]]
-    return tools, queries
+    return catalogue_tools(data), queries
 
 
 def meshnav_ranker(tools: Sequence[Tool]) -> Ranker:

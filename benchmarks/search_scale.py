@@ -36,6 +36,7 @@ import asyncio
 import gc
 import hashlib
 import json
+import os
 import random
 import re
 import statistics
@@ -50,7 +51,8 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# The shared data sets beside the tree, or where ``MESHNAV_SHARED`` says (a worktree elsewhere).
+SHARED = Path(os.environ.get("MESHNAV_SHARED") or ROOT.parent / "shared")
 sys.path.insert(0, str(ROOT))
 
 from fastmcp.server.transforms.search.bm25 import BM25SearchTransform  # noqa: E402

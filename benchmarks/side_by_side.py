@@ -106,7 +106,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="meshnav-baseline-") as folder:
         baseline = Path(folder) / "tree"
         baseline.mkdir()
-        (Path(folder) / "shared").symlink_to(ROOT.parent / "shared")
+        (Path(folder) / "shared").symlink_to(
+            os.environ.get("MESHNAV_SHARED") or ROOT.parent / "shared"
+        )
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", revision], capture_output=True, check=True
         ).stdout

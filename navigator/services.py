@@ -18,6 +18,7 @@ from navigator.catalog.registrar import Registrar
 from navigator.catalog.view import Catalog
 from navigator.limits import LIMITS, Limits
 from navigator.nodes.connections import NodeConnections
+from navigator.search.ranking import RankingSettings
 from navigator.settings import NavigatorSettings
 from navigator.walker.operations import Navigator
 from registry import Registry
@@ -82,7 +83,9 @@ class Services:
             refusals=Refusals(settings.audit_refusals_per_minute, settings.audit_refusal_window_s),
         )
         decisions = audit if settings.audit_calls else None
-        catalog = Catalog(registry)
+        catalog = Catalog(
+            registry, ranking=RankingSettings(relevance_floor=settings.search_relevance_floor)
+        )
         connections = NodeConnections(
             verify=settings.node_trust(), destinations=settings.destinations()
         )

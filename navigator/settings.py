@@ -33,6 +33,10 @@ class NavigatorSettings(ListeningSettings):
     heartbeat_s: float = 5.0
     #: How long a search cursor lives from the first page (tests shorten it).
     cursor_ttl_s: float = 120.0
+    #: A search hit scoring below this share of the best hit's is not returned; 0: every hit is
+    #: (ADR 0055). The same default as
+    #: ``navigator.search.ranking.RankingSettings.relevance_floor``.
+    search_relevance_floor: float = Field(default=0.2, ge=0.0, lt=1.0)
     #: JWT verification instead of (or beside) stored tokens.
     jwt_issuer: str | None = None
     jwt_audience: str | None = None

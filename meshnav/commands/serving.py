@@ -180,6 +180,15 @@ def navigator_serve(
             help="Refusal events a minute at most; more are counted on one (120).",
         ),
     ] = None,
+    search_relevance_floor: Annotated[
+        float | None,
+        typer.Option(
+            envvar="MESHNAV_SEARCH_RELEVANCE_FLOOR",
+            min=0.0,
+            max=0.99,
+            help="Search hits below this share of the best hit's score are not returned (0: off).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -206,6 +215,7 @@ def navigator_serve(
         "audit_queue_max": audit_queue_max,
         "audit_refusal_window_s": audit_refusal_window_s,
         "audit_refusals_per_minute": audit_refusals_per_minute,
+        "search_relevance_floor": search_relevance_floor,
     }
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)

@@ -16,6 +16,8 @@ from navigator.catalog.contracts import ContractReader, SharedContracts
 from navigator.catalog.records import CatalogAssignment
 from navigator.catalog.registry_reads import Progress
 from navigator.catalog.state import CatalogState
+from navigator.search import SearchIndex
+from navigator.search.ranking import RankingSettings
 from registry import CatalogRow, CatalogStore, MachineRecord, NotFound, Registry
 
 __all__ = ["CATCH_UP_PAGE", "place_machine", "read_machine", "read_whole"]
@@ -29,10 +31,12 @@ def read_whole(
     shared: SharedContracts,
     progress: Progress,
     meanwhile: Callable[[], object] | None = None,
+    ranking: RankingSettings | None = None,
 ) -> tuple[int, dict[str, bytes], CatalogState]:
     """The catalogue's revision, every machine's call-token key, and a new view of it all, its
-    contracts shared through ``shared`` with the views before it (``Catalog.load``)."""
-    state = CatalogState()
+    contracts shared through ``shared`` with the views before it (``Catalog.load``); its search
+    index ranks by ``ranking``."""
+    state = CatalogState(index=SearchIndex(ranking))
     contracts = ContractReader(shared)
     # Building creates a million small objects and frees few: collecting meanwhile only walks
     # them again and again. Once built they are frozen out of every later collection's walk:

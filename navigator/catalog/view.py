@@ -27,6 +27,7 @@ from navigator.catalog.registry_writes import RegistryWrites
 from navigator.catalog.state import NO_TOOLS, CatalogState
 from navigator.errors import UnknownTool
 from navigator.search import SearchIndex
+from navigator.search.ranking import RankingSettings
 from registry import (
     MachineRecord,
     Registry,
@@ -44,12 +45,19 @@ class Catalog:
     """The catalogue this navigator answers from: queries over its current view, and the load and
     catch-ups that replace or change that view as the registry changes."""
 
-    def __init__(self, registry: Registry, writes: RegistryWrites | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        writes: RegistryWrites | None = None,
+        ranking: RankingSettings | None = None,
+    ) -> None:
         self.registry = registry
+        #: How the view's search index ranks (every view made from now on).
+        self.ranking = ranking or RankingSettings()
         #: Whether the registry takes this navigator's writes: silence is judged only over the
         #: time it did (``navigator.catalog.registry_writes``).
         self.writes = writes or RegistryWrites()
-        self._state = CatalogState()
+        self._state = CatalogState(index=SearchIndex(self.ranking))
         #: The live views told of each change (``navigator.catalog.live_views``).
         self._live = LiveViews()
         #: Told (machine, status) when a machine stops or starts answering (the audit trail).
@@ -238,7 +246,7 @@ class Catalog:
         self, progress: Progress, meanwhile: Callable[[], object] | None = None
     ) -> tuple[int, dict[str, bytes], CatalogState]:
         """What ``load`` runs in a worker thread (``loading.read_whole``)."""
-        return read_whole(self.registry, self._contracts, progress, meanwhile)
+        return read_whole(self.registry, self._contracts, progress, meanwhile, self.ranking)
 
     async def catch_up(self) -> int:
         """Apply every change logged since this view was made, machine by machine.

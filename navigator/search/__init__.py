@@ -8,6 +8,7 @@ build        IndexBuild: filling an empty index at once, beside a forked worker 
 postings     the slots, lengths and normalisation; term_arrays each term's C arrays
 scoring      BM25F scores, and statistics among a caller's texts (Among)
 ranking      the query's plan and the BM25F settings; text, batch the analysis;
+languages    unspaced scripts' bigrams, Russian and German; ascii_words, values a query's values
 vocabulary   corrections; thesaurus, commonness related and common words
 audience     what a search asks of the caller's grants; documents, paging the answer
 """

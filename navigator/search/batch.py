@@ -5,11 +5,11 @@ Text by text, analysis costs a dozen Python calls per text and a look-up per wor
 titles (then its descriptions) are joined into one string, split into words in one pass, and each
 word is turned into term numbers by a look-up of the whole list; a word is analysed (split, folded,
 filtered, stemmed — by the ``TextAnalyzer`` itself) the first time it is seen. Texts this reading
-does not cover — non-ASCII, or with an apostrophe that does not join two words — are analysed one by
-one with ``TextAnalyzer.prose_terms``. Either way each text and field gets exactly the terms
-``tool_terms`` gives it, and the batch's distinct terms come in the order ``tool_terms`` would first
-use them, text by text and field by field: postings built from a ``TermBatch`` are those built from
-the same texts' ``tool_terms``.
+does not cover — non-ASCII, possibly German, or with an apostrophe that does not join two words —
+are analysed one by one with ``TextAnalyzer.prose_terms``. Either way each text and field gets
+exactly the terms ``tool_terms`` gives it, and the batch's distinct terms come in the order
+``tool_terms`` would first use them, text by text and field by field: postings built from a
+``TermBatch`` are those built from the same texts' ``tool_terms``.
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from navigator.search.ascii_words import ASCII_APOSTROPHE_RUNS, ASCII_HYPHEN_RUNS, ascii_runs
+from navigator.search.languages import maybe_german
 from navigator.search.ranking import FIELD_COUNT
 from navigator.search.text import (
-    _ASCII_APOSTROPHE_RUNS,
-    _ASCII_HYPHEN_RUNS,
     _MAX_PARAMETER_CHARS,
     _MAX_PARAMETERS,
     _MAX_PROSE_CHARS,
     TextAnalyzer,
-    _ascii_runs,
     untitled,
 )
 
@@ -46,9 +45,9 @@ AnalysedText = tuple[str, str, str, tuple[tuple[str, str], ...], str]
 _MARK = "\x01"
 _JOIN = " -\x01- "
 # Apostrophe-joined words kept whole, every other separator a space, \x01 kept.
-_WORDS_TABLE = bytes(byte if byte == 1 else _ASCII_APOSTROPHE_RUNS[byte] for byte in range(256))
+_WORDS_TABLE = bytes(byte if byte == 1 else ASCII_APOSTROPHE_RUNS[byte] for byte in range(256))
 # Hyphen-joined runs kept whole, every other separator (apostrophes too) a space, \x01 kept.
-_COMPOUNDS_TABLE = bytes(byte if byte == 1 else _ASCII_HYPHEN_RUNS[byte] for byte in range(256))
+_COMPOUNDS_TABLE = bytes(byte if byte == 1 else ASCII_HYPHEN_RUNS[byte] for byte in range(256))
 # Sort keys of an occurrence: its cell (text * FIELD_COUNT + field), then its source within the
 # field (0: words, 1: hyphenated compounds, which ``prose_terms`` gives after the words), then its
 # position among that source's occurrences.
@@ -71,9 +70,10 @@ class TermBatch:
 
 
 def _fast(text: str) -> bool:
-    """Whether the joined reading gives this text's words: ASCII, no \\x01, and every apostrophe
-    between two letters or digits (so that no apostrophe-joined run needs splitting)."""
-    if not text.isascii() or _MARK in text:
+    """Whether the joined reading gives this text's words: ASCII, no \\x01, not possibly German
+    (German text is stemmed as German), and every apostrophe between two letters or digits (so
+    that no apostrophe-joined run needs splitting)."""
+    if not text.isascii() or _MARK in text or maybe_german(text):
         return False
     if "'" not in text:
         return True
@@ -268,7 +268,7 @@ class BatchAnalyzer:
             if compound_terms is None:
                 # a token that is one run (the usual case) or holds several
                 runs: list[int] = []
-                for compound in _ascii_runs(token, _COMPOUNDS_TABLE, "-", 2):
+                for compound in ascii_runs(token, _COMPOUNDS_TABLE, "-", 2):
                     runs += self._ids(self._analyzer._analyse_compound(compound))
                 compound_terms = compounds[token] = tuple(runs)
             compound_numbers += compound_terms

@@ -260,12 +260,17 @@ class SearchIndex:
         candidates = np.flatnonzero(bounds > 0.0)
         if looked_at is not None:
             candidates = candidates[looked_at[candidates]]
-        return first_hits(
+        hits = first_hits(
             candidates,
             bounds,
             wanted,
             lambda slot: self._hit(slot, float(scores[slot]), bonuses, audience, permits, within),
         )
+        floor = self._settings.relevance_floor
+        if floor and hits:  # hits leave best first: the first is the best of every page
+            least = floor * hits[0].score
+            hits = [hit for hit in hits if hit.score >= least]
+        return hits
 
     def _hit(
         self,

@@ -62,12 +62,20 @@ class RankingSettings:
     # word in about 300) and beyond: "help me find" says less than "stock" (``commonness``).
     common_zipf: tuple[float, float] = (4.5, 6.5)
     common_weight: float = 0.5
+    # A hit scoring less than this share of the best hit's score is not returned (0: every hit
+    # is; ADR 0055).
+    relevance_floor: float = 0.2
+    # A word of a value the query carries (a path, a URL, a quoted string, an id: ``values``)
+    # counts this much of a word that says the intent, and brings no related words (ADR 0054).
+    value_weight: float = 0.25
 
     def __post_init__(self) -> None:
         if len(self.field_weights) != FIELD_COUNT:
             raise ValueError("one weight per field")
         if not self.common_zipf[0] < self.common_zipf[1]:
             raise ValueError("common_zipf runs from the rare end to the common one")
+        if not 0.0 <= self.relevance_floor < 1.0:
+            raise ValueError("relevance_floor is a share of the best hit's score, below 1")
 
     def word_weight(self, zipf: float) -> float:
         """A query word's weight by its Zipf frequency in general English: 1 for a word no
@@ -158,10 +166,14 @@ def plan_query(
     found = document_frequencies([word.stem for word in words] + written)
     indexed, written_indexed = found[: len(words)], found[len(words) :]
     relations = [
-        _NO_RELATED if word.surface in holder_words else related(word.surface) for word in words
+        _NO_RELATED if word.surface in holder_words or word.value else related(word.surface)
+        for word in words
     ]
     zipfs = [commonness(word.surface) for word in words]
-    weights = [settings.word_weight(zipf) for zipf in zipfs]
+    weights = [
+        settings.word_weight(zipf) * (settings.value_weight if word.value else 1.0)
+        for word, zipf in zip(words, zipfs, strict=True)
+    ]
     for word, frequency, as_written, written_frequency, relation, zipf, weight in zip(
         words, indexed, written, written_indexed, relations, zipfs, weights, strict=True
     ):

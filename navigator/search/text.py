@@ -24,7 +24,23 @@ from itertools import chain
 
 import Stemmer  # type: ignore[import-not-found]  # PyStemmer ships no type hints
 
+from navigator.search.ascii_words import (
+    ASCII_APOSTROPHE_RUNS,
+    ASCII_HYPHEN_RUNS,
+    ascii_runs,
+    ascii_words,
+)
+from navigator.search.languages import (
+    GERMAN_STOPWORDS,
+    RUSSIAN_STOPWORDS,
+    STOPWORDS,
+    is_german,
+    is_russian,
+    maybe_german,
+    unspaced_pieces,
+)
 from navigator.search.thesaurus import compound_parts
+from navigator.search.values import query_segments
 
 __all__ = [
     "STOPWORDS",
@@ -39,22 +55,6 @@ __all__ = [
 # since words are runs of letters and digits.
 WRITTEN = "="
 
-# NLTK's English stopword list: the standard list, nothing chosen for a particular catalogue.
-# Apostrophes are dropped, as they are from the words of a text.
-_STOPWORD_TEXT = """
-    a about above after again against ain all am an and any are aren aren't as at be because been
-    before being below between both but by can couldn couldn't d did didn didn't do does doesn
-    doesn't doing don don't down during each few for from further had hadn hadn't has hasn hasn't
-    have haven haven't having he her here hers herself him himself his how i if in into is isn
-    isn't it it's its itself just ll m ma me mightn mightn't more most mustn mustn't my myself
-    needn needn't no nor not now o of off on once only or other our ours ourselves out over own re
-    s same shan shan't she she's should should've shouldn shouldn't so some such t than that
-    that'll the their theirs them themselves then there these they this those through to too under
-    until up ve very was wasn wasn't we were weren weren't what when where which while who whom
-    why will with won won't wouldn wouldn't y you you'd you'll you're you've your yours yourself
-    yourselves
-    """
-STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.replace("'", "").split())
 
 # A word: a run of letters and digits (Unicode aware); apostrophes inside a word are dropped.
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -66,18 +66,6 @@ _HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # Parts of one identifier word: ACRONYMS before a capitalised word, Capitalised or lower runs with
 # trailing digits kept (``base64``, ``ec2``), upper-case runs, digit runs.
 _CAMEL_PART = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
-# For ASCII text, the same words as ``_WORD`` where no apostrophe joins them: every byte that is
-# not a letter or digit becomes a space (apostrophes too: identifiers split on them).
-_ASCII_SEPARATORS = bytes(
-    byte if chr(byte).isascii() and chr(byte).isalnum() else ord(" ") for byte in range(256)
-)
-# The same, keeping hyphens (apostrophes): what is left are words and runs of words they join.
-_ASCII_HYPHEN_RUNS = bytes(
-    byte if byte == ord("-") else _ASCII_SEPARATORS[byte] for byte in range(256)
-)
-_ASCII_APOSTROPHE_RUNS = bytes(
-    byte if byte == ord("'") else _ASCII_SEPARATORS[byte] for byte in range(256)
-)
 _MIN_TERM_LENGTH = 2
 # How much of a tool's text is read: the document keeps all of it, the index reads this much.
 _MAX_PROSE_CHARS = 8192
@@ -117,40 +105,6 @@ def _camel_parts(word: str) -> list[str]:
     return [part.casefold() for part in parts]
 
 
-def _ascii_words(text: str) -> list[str]:
-    """``_WORD.findall`` of ASCII text with apostrophes read as spaces, but faster."""
-    return text.encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
-
-
-def _ascii_runs(text: str, separators: bytes, joiner: str, shortest: int) -> list[str]:
-    """In ASCII text whose other separators ``separators`` turns into spaces, the runs of at
-    least ``shortest`` words joined by single ``joiner``s — what a regex matching such runs finds,
-    without trying a match at every letter."""
-    tokens = text.encode("ascii").translate(separators).decode("ascii").split()
-    if shortest > 1:  # only tokens holding a joiner can hold such a run
-        tokens = [token for token in tokens if joiner in token]
-    runs: list[str] = []
-    doubled = joiner + joiner
-    for token in tokens:
-        if joiner not in token:
-            runs.append(token)
-            continue
-        if shortest <= 2 and token[0] != joiner and token[-1] != joiner and doubled not in token:
-            runs.append(token)  # one run of two words or more: the usual case, found whole
-            continue
-        run: list[str] = []
-        for part in token.split(joiner):
-            if part:
-                run.append(part)
-                continue
-            if len(run) >= shortest:
-                runs.append(joiner.join(run))
-            run = []
-        if len(run) >= shortest:
-            runs.append(joiner.join(run))
-    return runs
-
-
 def split_identifier(identifier: str) -> list[str]:
     """Split a tool, parameter, role or holder name into case-folded words.
 
@@ -185,6 +139,10 @@ def _prose_words(text: str) -> list[tuple[str, bool]]:
     words: list[tuple[str, bool]] = []
     for raw in _WORD.findall(normalized):
         word = _word_of(raw)
+        pieces = unspaced_pieces(word)
+        if pieces is not None:  # bigrams are never corrected: two characters have no typo
+            words.extend((piece.casefold(), not unspaced_pieces(piece)) for piece in pieces)
+            continue
         parts = _prose_parts(word)
         words.append((word.casefold(), not parts))
         words.extend((part, True) for part in parts)
@@ -205,12 +163,14 @@ def _remember(
 
 @dataclass(frozen=True, slots=True)
 class QueryWord:
-    """One word of a query: its case-folded surface form, its stem, and whether a misspelling of
-    it may be corrected (not for a camelCase word, whose parts are words of the query too)."""
+    """One word of a query: its case-folded surface form, its stem, whether a misspelling of
+    it may be corrected (not for a camelCase word, whose parts are words of the query too), and
+    whether it is part of a value the query carries (``values``): a path, a quoted string, an id."""
 
     surface: str
     stem: str
     correctable: bool = True
+    value: bool = False
 
 
 class TextAnalyzer:
@@ -225,16 +185,25 @@ class TextAnalyzer:
     __slots__ = (
         "_cache",
         "_compounds",
+        "_german",
+        "_german_cache",
+        "_german_words",
         "_identifier_words",
         "_identifiers",
         "_parameter_texts",
+        "_russian",
         "_stemmer",
         "_words",
     )
 
     def __init__(self) -> None:
         self._stemmer = Stemmer.Stemmer("english")
+        self._russian = Stemmer.Stemmer("russian")
+        self._german = Stemmer.Stemmer("german")
         self._cache: dict[str, str] = {}
+        self._german_cache: dict[str, str] = {}
+        # raw word of German prose -> its terms, stemmed as German
+        self._german_words: dict[str, tuple[str, ...]] = {}
         # raw word of prose -> the stems it gives (itself, then its camelCase parts; kept ones)
         self._words: dict[str, tuple[str, ...]] = {}
         # hyphenated compound as written -> the stem of the joined word, when kept
@@ -246,17 +215,36 @@ class TextAnalyzer:
         self._parameter_texts: dict[str, tuple[str, ...]] = {}
 
     def stem(self, word: str) -> str:
-        """The Snowball stem of one case-folded word."""
+        """The Snowball stem of one case-folded word: Russian for a Cyrillic word, else English."""
         stem = self._cache.get(word)
         if stem is None:
             if len(self._cache) >= _STEM_CACHE_LIMIT:
                 self._cache.clear()
-            stem = str(self._stemmer.stemWord(word))
+            stemmer = self._russian if is_russian(word) else self._stemmer
+            stem = str(stemmer.stemWord(word))
             self._cache[word] = stem
         return stem
 
+    def german_stem(self, word: str) -> str:
+        """The stem of a case-folded word of German text: a Latin word's German Snowball stem."""
+        if word.isascii() or not is_russian(word):
+            stem = self._german_cache.get(word)
+            if stem is None:
+                if len(self._german_cache) >= _STEM_CACHE_LIMIT:
+                    self._german_cache.clear()
+                stem = self._german_cache[word] = str(self._german.stemWord(word))
+            return stem
+        return self.stem(word)
+
     def _keep(self, word: str) -> bool:
-        return len(word) >= _MIN_TERM_LENGTH and word not in STOPWORDS
+        return (
+            len(word) >= _MIN_TERM_LENGTH
+            and word not in STOPWORDS
+            and (word.isascii() or word not in RUSSIAN_STOPWORDS)
+        )
+
+    def _keep_german(self, word: str) -> bool:
+        return self._keep(word) and word not in GERMAN_STOPWORDS
 
     def prose_surfaces(self, text: str) -> list[str]:
         """The words of prose that become terms, before stemming."""
@@ -271,14 +259,16 @@ class TextAnalyzer:
         differs, as written (``_word_terms``)."""
         if text.isascii():  # NFKC leaves ASCII as it is
             if "'" in text:  # ``_WORD``: words joined by apostrophes are one
-                raws = _ascii_runs(text, _ASCII_APOSTROPHE_RUNS, "'", 1)
+                raws = ascii_runs(text, ASCII_APOSTROPHE_RUNS, "'", 1)
             else:
-                raws = _ascii_words(text)
-            compounds = _ascii_runs(text, _ASCII_HYPHEN_RUNS, "-", 2) if "-" in text else []
+                raws = ascii_words(text)
+            compounds = ascii_runs(text, ASCII_HYPHEN_RUNS, "-", 2) if "-" in text else []
         else:
             normalized = _normalize(text)
             raws = _WORD.findall(normalized)
             compounds = _HYPHENATED.findall(normalized) if "-" in normalized else []
+        if maybe_german(text) and is_german([_word_of(raw).casefold() for raw in raws]):
+            return self._cached(self._german_words, raws, self._analyse_german_word)
         terms = self._cached(self._words, raws, self._analyse_word)
         if compounds:
             terms += self._cached(self._compounds, compounds, self._analyse_compound)
@@ -289,7 +279,7 @@ class TextAnalyzer:
         terms = self._identifiers.get(identifier)
         if terms is None:
             if identifier.isascii():
-                raws = _ascii_words(identifier)
+                raws = ascii_words(identifier)
             else:
                 raws = _WORD.findall(_normalize(identifier).replace("'", " "))
             words = self._cached(self._identifier_words, raws, self._analyse_identifier_word)
@@ -320,13 +310,15 @@ class TextAnalyzer:
                     cache[raw] = analyse(raw)
             return list(chain.from_iterable(map(cache.__getitem__, raws)))
 
-    def _word_terms(self, words: list[str]) -> tuple[str, ...]:
+    def _word_terms(self, words: list[str], german: bool = False) -> tuple[str, ...]:
         """The terms of case-folded words: each kept word's stem, followed by the word as
-        written (``WRITTEN`` + word) when the stem is another string."""
+        written (``WRITTEN`` + word) when the stem is another string; ``german``: of German
+        text (German stems, German stopwords dropped)."""
         terms: list[str] = []
+        keep, stem_of = (self._keep_german, self.german_stem) if german else (self._keep, self.stem)
         for word in words:
-            if self._keep(word):
-                stem = self.stem(word)
+            if keep(word):
+                stem = stem_of(word)
                 terms.append(stem)
                 if stem != word:
                     terms.append(WRITTEN + word)
@@ -334,12 +326,22 @@ class TextAnalyzer:
 
     def _analyse_word(self, raw: str) -> tuple[str, ...]:
         word = _word_of(raw)
+        pieces = unspaced_pieces(word)
+        if pieces is not None:
+            return self._word_terms([piece.casefold() for piece in pieces])
         return self._word_terms([word.casefold(), *_prose_parts(word)])
+
+    def _analyse_german_word(self, raw: str) -> tuple[str, ...]:
+        word = _word_of(raw)
+        return self._word_terms([word.casefold(), *_prose_parts(word)], german=True)
 
     def _analyse_compound(self, compound: str) -> tuple[str, ...]:
         return self._word_terms([compound.replace("-", "").replace("'", "").casefold()])
 
     def _analyse_identifier_word(self, raw: str) -> tuple[str, ...]:
+        pieces = unspaced_pieces(raw)
+        if pieces is not None:
+            return self._word_terms([piece.casefold() for piece in pieces])
         return self._word_terms(_camel_parts(raw))
 
     def tool_terms(
@@ -376,8 +378,16 @@ class TextAnalyzer:
         Underscores, dots and hyphens split words as in identifiers, so a query may name a tool
         (``list_databases``); a camelCase word is kept whole and split, as in prose.
         """
+        words = [
+            (word, as_written and not value, value)
+            for segment, value in query_segments(query)
+            for word, as_written in _prose_words(segment)
+        ]
+        keep, stem = self._keep, self.stem
+        if maybe_german(query) and is_german([word for word, _, _ in words]):
+            keep, stem = self._keep_german, self.german_stem
         return [
-            QueryWord(word, self.stem(word), as_written)
-            for word, as_written in _prose_words(query)
-            if self._keep(word)
+            QueryWord(word, stem(word), correctable, value)
+            for word, correctable, value in words
+            if keep(word)
         ]

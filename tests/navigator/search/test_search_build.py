@@ -229,6 +229,11 @@ prose = st.lists(
             "'s",
             "'D",
             "n't",
+            " der ",
+            "Entscheidungen",
+            "ü",
+            "查询天气",
+            "компании",
         ]
     ),
     max_size=30,

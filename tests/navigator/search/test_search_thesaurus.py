@@ -63,12 +63,12 @@ def test_a_tool_using_the_query_word_outranks_one_reached_through_a_related_word
 def test_related_words_stay_within_their_postings_budget() -> None:
     documents = [doc(f"m/films/t{i:03d}", "Watch a film") for i in range(40)]
     documents.append(doc("m/movies/one", "A movie night"))
-    settings = RankingSettings(related_postings=10)
+    settings = RankingSettings(related_postings=10, relevance_floor=0.0)
     index = SearchIndex(settings)
     index.upsert(documents)
     # "film" is on 40 tools, over the budget of 10 postings: only the rarer "movie" joins.
     assert addresses(index, "documentary") == ["m/movies/one"]
-    unbounded = SearchIndex()
+    unbounded = SearchIndex(RankingSettings(relevance_floor=0.0))  # every hit, however weak
     unbounded.upsert(documents)
     assert len(addresses(unbounded, "documentary", limit=50)) == 41
 
