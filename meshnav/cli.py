@@ -10,7 +10,17 @@ from typing import Annotated
 
 import typer
 
-from meshnav.commands import audit, catalogue, grants, local, principals, seats, serving, walking
+from meshnav.commands import (
+    audit,
+    catalogue,
+    contracts,
+    grants,
+    local,
+    principals,
+    seats,
+    serving,
+    walking,
+)
 from meshnav.commands.options import SeveralValues, spread_values
 from meshnav.commands.outcome import errors
 from meshnav.logs import configure_logging
@@ -33,6 +43,7 @@ app.add_typer(principals.app, name="principal")
 app.add_typer(grants.app, name="grant")
 app.add_typer(seats.app, name="seat")
 app.add_typer(audit.app, name="audit")
+app.add_typer(contracts.app, name="contracts")
 
 
 @app.callback()

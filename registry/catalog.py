@@ -18,6 +18,7 @@ from registry import changelog
 from registry.audit import record_change
 from registry.catalog_reads import CatalogReader
 from registry.catalog_records import AssignmentRecord, MachineRecord, NewTool, machine_record
+from registry.contracts import Approval, settle
 from registry.errors import Conflict, NotFound, SeatNotPlaced
 from registry.models import Assignment, Machine, NodeKey, Revision, Seat, Tool, utcnow
 
@@ -172,9 +173,13 @@ class CatalogStore(CatalogReader):
         seat: str | None = None,
         by_node: bool = False,
         action: str = "register",
+        approval: Approval | None = None,
+        refused: dict[str, str] | None = None,
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
-        tools, keeps operators' confirmation marks, and restores it when it was retired.
+        tools, keeps operators' confirmation marks, and restores it when it was retired. Its
+        tools' contracts are settled as ``approval`` says (``registry.contracts.settle``);
+        ``refused`` names the tools the registration refused, and why.
 
         A node registering (``by_node``) neither brings back a machine an operator retired nor
         serves a seat where no operator placed it: both are operators' acts (``Conflict``,
@@ -203,6 +208,8 @@ class CatalogStore(CatalogReader):
         assignment.retired_at = None
         assignment.updated_at = utcnow()
         marks = {tool.name: tool.confirmation for tool in assignment.tools}
+        before = {t.name: (t.contract_digest, t.approved_digest) for t in assignment.tools}
+        assignment.refused = dict(refused or {})
         assignment.tools = []
         self.session.flush()  # old rows go before new ones arrive: (assignment, name) is unique
         assignment.tools = [
@@ -215,6 +222,8 @@ class CatalogStore(CatalogReader):
             for tool in tools
         ]
         self.session.flush()
+        holder = f"mesh/{seat}" if seat else f"{machine}/{role}"
+        settle(self.session, assignment, before, approval, holder)
         if seat is not None:
             self._place_seat(seat, assignment)
         self.log_change(machine)

@@ -4,6 +4,7 @@ navigator agents talk to and the node agent on every machine, each with its sett
 from __future__ import annotations
 
 import dataclasses
+import enum
 import sys
 from typing import Annotated, Any
 
@@ -19,6 +20,14 @@ navigator_app = typer.Typer(
     help="The navigator: the MCP server agents talk to.", no_args_is_help=True
 )
 node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
+
+
+class ContractApproval(enum.StrEnum):
+    """``MESHNAV_CONTRACT_APPROVAL`` (SPEC §14)."""
+
+    FIRST_USE = "first-use"
+    ALWAYS = "always"
+    OFF = "off"
 
 
 @navigator_app.command("serve")
@@ -141,6 +150,21 @@ def navigator_serve(
             help="This navigator's name in the audit trail (its host and listen address).",
         ),
     ] = None,
+    contract_approval: Annotated[
+        ContractApproval | None,
+        typer.Option(
+            envvar="MESHNAV_CONTRACT_APPROVAL",
+            help="Which tool contracts wait for an operator's approval (first-use).",
+        ),
+    ] = None,
+    max_description: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_MAX_DESCRIPTION",
+            min=1,
+            help="Characters a tool's description may hold; longer ones are refused (4096).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -162,6 +186,8 @@ def navigator_serve(
         "audit_retention_days": audit_retention_days,
         "audit_jsonl": audit_jsonl,
         "instance": instance,
+        "contract_approval": None if contract_approval is None else contract_approval.value,
+        "max_description": max_description,
     }
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)
