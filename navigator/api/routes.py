@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import API_PREFIX, access, admin, contracts, enrolment
+from navigator.api import API_PREFIX, access, admin, approvals, enrolment
 from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
@@ -38,10 +38,10 @@ ROUTES = [
     ("/grants", "POST", admin.add_grant, access.GrantBody),
     ("/grants/check", "GET", admin.check_grant, None),
     ("/grants/{grant}", "DELETE", admin.revoke_grant, None),
-    ("/contracts", "GET", contracts.list_held, None),
-    ("/contracts/show", "GET", contracts.show, None),
-    ("/contracts/approve", "POST", contracts.approve, contracts.DecisionBody),
-    ("/contracts/reject", "POST", contracts.reject, contracts.DecisionBody),
+    ("/contracts", "GET", approvals.list_held, None),
+    ("/contracts/show", "GET", approvals.show, None),
+    ("/contracts/approve", "POST", approvals.approve, approvals.DecisionBody),
+    ("/contracts/reject", "POST", approvals.reject, approvals.DecisionBody),
     ("/audit", "GET", admin.list_audit, None),
     ("/audit/verify", "GET", admin.verify_audit, None),
     ("/nodes/register", "POST", enrolment.register_node, enrolment.NodeRegistration),

@@ -12,6 +12,7 @@ headers; nothing is loaded from outside the navigator.
     /console/assignments/{holder}/{role} an assignment's tools with their schemas
     /console/search?q=&within=&limit=   search, as the ``search`` walker tool answers
     /console/grants                     principals and grants (mesh:admin)
+    /console/contracts                  held contracts and refused tools (mesh:admin)
     /console/activity?principal=&address=&action=&outcome=   recent audit events (ADR 0039)
     /console/events                     server-sent events: the mesh changed
     /console/sign-in, /console/sign-out POST
@@ -26,6 +27,7 @@ Its modules:
     assignment  an assignment's page: its tools with their contracts
     search      the console's search page, the ``search`` walker tool's answer
     activity    recent audit events, the page and its filters
+    held        held contracts and refused tools (SPEC §14)
     events      live updates: the server-sent-events stream fed by the catalogue
     layout      the HTML shell and the pieces every page shares; tables the data blocks
     security    the headers every answer carries, and the same-origin checks
@@ -64,6 +66,7 @@ def console_routes() -> list[BaseRoute]:
         (PREFIX + "/machines/{name}", pages.machine, ["GET"]),
         (PREFIX + "/assignments/{holder}/{role}", pages.assignment, ["GET"]),
         (PREFIX + "/grants", pages.grants, ["GET"]),
+        (PREFIX + "/contracts", pages.contracts, ["GET"]),
         (PREFIX + "/search", pages.search, ["GET"]),
         (PREFIX + "/activity", pages.activity, ["GET"]),
         (PREFIX + "/events", events.EventStreams().stream, ["GET"]),
