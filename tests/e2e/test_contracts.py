@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -21,10 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from registry.audit import AuditFilter, AuditStore
 from tests.harness import MeshHarness, _wait_http, free_port, mcp_client, stop, tool_result
+from tests.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("mesh"), pytest.mark.timeout(300)]
 
@@ -116,8 +119,8 @@ class Mesh:
             return tool_result(await client.call_tool_mcp(tool, arguments))
 
 
-def _mesh(root: Path, mode: str | None) -> Iterator[Mesh]:
-    harness = MeshHarness(root / "run")
+def _mesh(root: Path, mode: str | None, database_url: str = "") -> Iterator[Mesh]:
+    harness = MeshHarness(root / "run", database_url=database_url)
     if mode is not None:
         harness.env["MESHNAV_CONTRACT_APPROVAL"] = mode
     upstreams: list[Upstream] = []
@@ -360,42 +363,88 @@ async def test_hidden_text_is_refused_at_registration_and_the_rest_served(mesh: 
 
 
 @pytest.fixture
-def always(tmp_path: Path) -> Iterator[Mesh]:
-    yield from _mesh(tmp_path, "always")
+def moded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mesh]:
+    """A navigator of its own under the ``MESHNAV_CONTRACT_APPROVAL`` the test names, a machine
+    ``m1`` serving ``WEATHER`` in front of it."""
+    for mesh in _mesh(tmp_path, request.param):
+        mesh.node("m1", mesh.upstream("m1", WEATHER))
+        yield mesh
 
 
-async def test_always_holds_the_first_registration_too(always: Mesh) -> None:
-    upstream = always.upstream("first", WEATHER)
-    always.node("first", upstream)
-    assert [h["address"] for h in always.pending()["held"]] == ["first/up/weather"]
-    assert (await always.walker("call", {"address": "first/up/weather"}))["error"] == (
-        "contract_held"
-    )
-    always.contracts("approve", "first")
-    assert (await always.walker("call", {"address": "first/up/weather"}))["tool"] == "weather"
-    metrics = __import__("httpx").get(always.harness.navigator_url + "/metrics").text
+@pytest.mark.parametrize("moded", ["always"], indirect=True)
+async def test_always_holds_the_first_registration_too(moded: Mesh) -> None:
+    always = moded
+    assert [h["address"] for h in always.pending()["held"]] == ["m1/up/weather"]
+    assert (await always.walker("call", {"address": "m1/up/weather"}))["error"] == ("contract_held")
+    always.contracts("approve", "m1")
+    assert (await always.walker("call", {"address": "m1/up/weather"}))["tool"] == "weather"
+    metrics = httpx.get(always.harness.navigator_url + "/metrics").text
     assert 'meshnav_contracts_held{status="held"} 0' in metrics
 
 
-@pytest.fixture
-def off(tmp_path: Path) -> Iterator[Mesh]:
-    yield from _mesh(tmp_path, "off")
-
-
-async def test_off_serves_contracts_as_pushed(off: Mesh) -> None:
-    upstream = off.upstream("free", WEATHER)
-    off.node("free", upstream)
+@pytest.mark.parametrize("moded", ["off"], indirect=True)
+async def test_off_serves_contracts_as_pushed(moded: Mesh) -> None:
+    off, upstream = moded, moded.upstreams[0]
     upstream.serve({**WEATHER, "description": "Now something else."}, WIPE)
 
     async def changed() -> bool:
-        described = await off.walker("describe", {"address": "free/up/weather"})
+        described = await off.walker("describe", {"address": "m1/up/weather"})
         return described.get("description") == "Now something else."
 
     deadline = time.monotonic() + SETTLE_S
     while not await changed():
         assert time.monotonic() < deadline, "the change was not served"
         time.sleep(0.2)
-    assert (await off.walker("describe", {"address": "free/up/wipe"}))["address"] == (
-        "free/up/wipe"
-    )
+    assert (await off.walker("describe", {"address": "m1/up/wipe"}))["address"] == ("m1/up/wipe")
     assert off.pending()["held"] == []
+
+
+@pytest.fixture
+def shared(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[tuple[Mesh, str]]:
+    """Two navigators on one PostgreSQL registry: the mesh's, and a second one's URL."""
+    name = f"contracts_{secrets.token_hex(4)}"
+    url = postgres_server.create_database(name).replace("postgresql://", "postgresql+psycopg://")
+    for mesh in _mesh(tmp_path, None, url):
+        port = free_port()
+        second = mesh.harness._spawn(
+            ["navigator", "serve", "--listen", f"127.0.0.1:{port}", "--database", url],
+            "navigator-b.log",
+        )
+        try:
+            other = f"http://127.0.0.1:{port}"
+            _wait_http(other + "/healthz", second, tmp_path / "run" / "navigator-b.log")
+            yield mesh, other
+        finally:
+            stop(second)
+
+
+async def _called_through(url: str, token: str, address: str) -> dict[str, Any]:
+    async with mcp_client(url, token) as client:
+        return tool_result(await client.call_tool_mcp("call", {"address": address}))
+
+
+async def _within_a_second(url: str, token: str, address: str, wanted: str | None) -> float:
+    """How long until a call through ``url`` answers ``wanted`` (an error code, or ``None``: the
+    tool's answer); at most a second."""
+    started = time.monotonic()
+    while True:
+        answer = await _called_through(url, token, address)
+        if answer.get("error") == wanted:
+            return time.monotonic() - started
+        assert time.monotonic() - started < 1.0, answer
+        time.sleep(0.05)
+
+
+async def test_a_hold_and_an_approval_through_one_navigator_hold_through_the_other(
+    shared: tuple[Mesh, str],
+) -> None:
+    mesh, other = shared
+    upstream = mesh.upstream("pg", WEATHER)
+    mesh.node("pg", upstream)
+    address = "pg/up/weather"
+    assert await _within_a_second(other, mesh.agent, address, None) < 1.0
+    upstream.serve({**WEATHER, "description": "Held on PostgreSQL."})
+    _until(_held(mesh, address), "held through the first navigator")
+    assert await _within_a_second(other, mesh.agent, address, "contract_held") < 1.0
+    mesh.contracts("approve", address)
+    assert await _within_a_second(other, mesh.agent, address, None) < 1.0
