@@ -26,6 +26,16 @@ def escaped(text: object) -> str:
     )
 
 
+def _request(reach: Reach, method: str, path: str, **given: Any) -> Any:
+    """One admin API request, its errors one line (SPEC §13)."""
+    from meshnav.client import admin_request
+
+    async def work() -> Any:
+        return await admin_request(reach.url, reach.credential(), method, path, **given)
+
+    return run(work(), reach.as_json)
+
+
 def _say(text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
@@ -38,13 +48,8 @@ def pending_command(
     reach: Reach,
 ) -> None:
     """Held and rejected contracts, and tools registrations refused (PATTERN narrows)."""
-    from meshnav.client import admin_request
-
     params = None if pattern is None else {"pattern": pattern}
-    found = run(
-        admin_request(reach.url, reach.credential(), "GET", "/contracts", params=params),
-        reach.as_json,
-    )
+    found = _request(reach, "GET", "/contracts", params=params)
     if reach.as_json:
         emit(found, True)
         return
@@ -64,14 +69,7 @@ def pending_command(
 @takes_navigator_options
 def show_command(address: str, *, reach: Reach) -> None:
     """What changed in a held contract, beside the one approved before it."""
-    from meshnav.client import admin_request
-
-    found = run(
-        admin_request(
-            reach.url, reach.credential(), "GET", "/contracts/show", params={"address": address}
-        ),
-        reach.as_json,
-    )
+    found = _request(reach, "GET", "/contracts/show", params={"address": address})
     if reach.as_json:
         emit(found, True)
         return
@@ -121,14 +119,7 @@ def _changes(changes: dict[str, Any]) -> list[str]:
 
 
 def _decide(verb: str, target: str, reach: Reach) -> None:
-    from meshnav.client import admin_request
-
-    found = run(
-        admin_request(
-            reach.url, reach.credential(), "POST", f"/contracts/{verb}", {"target": target}
-        ),
-        reach.as_json,
-    )
+    found = _request(reach, "POST", f"/contracts/{verb}", body={"target": target})
     if reach.as_json:
         emit(found, True)
         return

@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from navigator.console import render
 from navigator.console.activity import activity_page, recent_activity, with_activity
-from navigator.console.held import contracts_page
 from navigator.console.assignment import assignment_page
+from navigator.console.held import contracts_page
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
 from navigator.console.session import authenticate_viewer, error_json, sign_in_page
