@@ -300,6 +300,25 @@ async def test_a_caller_without_a_grant_learns_nothing_of_a_held_contract(mesh: 
     assert answer["error"] == "tool_not_granted"
 
 
+async def test_a_stdio_module_restarted_with_a_changed_contract_is_held(mesh: Mesh) -> None:
+    """A ``stdio:`` module's tool list is read when its node starts: a node restarted with a
+    module whose contract changed registers it held."""
+    listing = mesh.root / "stdio-tools.json"
+    listing.write_text(json.dumps({"tools": [{**WEATHER, "description": "Weather, on stdio."}]}))
+    module = f"stdio:local={sys.executable} {SERVER} stdio {listing}"
+    mesh.harness.start_node("piped", [module])
+    address = "piped/local/weather"
+    assert (await mesh.walker("call", {"address": address}))["tool"] == "weather"
+    listing.write_text(json.dumps({"tools": [{**WEATHER, "description": "Changed on stdio."}]}))
+    mesh.harness.kill_node("piped")
+    mesh.harness.restart_node("piped")
+    _until(_held(mesh, address), "held after the restart")
+    assert (await mesh.walker("call", {"address": address}))["error"] == "contract_held"
+    assert "{+Changed+}" in mesh.contracts("show", address).stdout
+    mesh.contracts("approve", address)
+    assert (await mesh.walker("call", {"address": address}))["tool"] == "weather"
+
+
 HIDDEN = {
     "control": "Get the weather.\x07",
     "c1-control": "Get the weather.\x85",
