@@ -109,3 +109,15 @@ def test_refused_tools_are_kept_for_operators(registry: Registry) -> None:
     assert [(r.address, r.reason) for r in refused] == [
         ("m1/files/bad", "hidden text in description")
     ]
+
+
+def test_a_retired_assignment_registered_again_keeps_its_approvals(registry: Registry) -> None:
+    _put(registry, "m1", _tools(WEATHER))
+    with registry.transaction() as session:
+        CatalogStore(session).retire_assignment("m1", "files")
+    _put(registry, "m1", _tools(CHANGED))  # not a first registration: held
+    assert _states(registry) == {"weather": HELD}
+    with registry.transaction() as session:
+        CatalogStore(session).retire_assignment("m1", "files")
+    _put(registry, "m1", _tools(WEATHER))  # the approved one: served
+    assert _states(registry) == {"weather": APPROVED}
