@@ -14,6 +14,7 @@ from mesh import handover
 from meshnav.commands import (
     audit,
     catalogue,
+    contracts,
     grants,
     local,
     node_serving,
@@ -44,6 +45,7 @@ app.add_typer(principals.app, name="principal")
 app.add_typer(grants.app, name="grant")
 app.add_typer(seats.app, name="seat")
 app.add_typer(audit.app, name="audit")
+app.add_typer(contracts.app, name="contracts")
 
 
 @app.callback()

@@ -29,8 +29,10 @@ from meshnav.serve import listening_socket
 from navigator.access.tokens import ADMIN_SCOPE, NODE_SCOPE, hash_token, mint_token
 from navigator.app import build_app
 from navigator.catalog.view import Catalog
+from navigator.services import Services
 from navigator.settings import NavigatorSettings
 from registry import AccessStore, CatalogStore, Conflict, NotFound, Registry, migrate
+from registry.contracts import APPROVED, held_tools
 
 __all__ = ["run_demo"]
 
@@ -298,6 +300,9 @@ async def _run(
             answering = _registered(catalog, started)
             if len(answering) < len(MACHINES):
                 raise CommandError(f"only {sorted(answering)} registered; see {data / 'nodes.log'}")
+            approved = await _approve_own(app.state.meshnav)
+            if approved:  # a kept directory, its nodes upgraded: the demo's operator approves
+                console.print(f"approved {len(approved)} changed contracts of the demo's nodes")
             console.print(f"[bold]meshnav demo[/] — {len(MACHINES)} nodes answering\n")
             console.print(f"MCP URL:      {url}/mcp")
             console.print(f"console URL:  {url}/")
@@ -319,6 +324,14 @@ async def _run(
         await serve_until_stopped(server, [server_socket], demo)
     except ServeFailed:
         raise CommandError(f"the navigator could not start on {listen}") from None
+
+
+async def _approve_own(found: Services) -> list[str]:
+    """Approve, as the demo principal (audited), the contracts the demo's own nodes hold for an
+    operator: a kept directory's nodes, upgraded, register changed tools (SPEC §14)."""
+    held = await found.read(held_tools)
+    keys = [tool.key for tool in held if tool.machine in MACHINES]
+    return await found.registrar.decide(keys, APPROVED, DEMO_PRINCIPAL) if keys else []
 
 
 def _command() -> str:

@@ -31,6 +31,7 @@ ERRORS = {
         "invalid_arguments",
         "unknown_tool",
         "tool_not_granted",
+        "contract_held",
         "tool_schema_too_large",
         "registry_unavailable",
     ],
@@ -39,6 +40,8 @@ ERRORS = {
         "invalid_arguments",
         "unknown_tool",
         "tool_not_granted",
+        "contract_held",
+        "contract_changed",
         "confirmation_required",
         "tool_validation_unavailable",
         "node_unavailable",
@@ -85,7 +88,9 @@ ANSWERS = {
         "`isError`. An answer of content blocks only also comes as structured content "
         "`{content: [those blocks]}`, since `call` declares an output schema and clients then "
         "require structured content. A node's own error is its result with `isError: true`; "
-        'the navigator\'s errors carry `_meta["meshnav/error"]`.'
+        'the navigator\'s errors carry `_meta["meshnav/error"]`. A tool whose contract changed '
+        "and awaits an operator's approval answers `contract_held`, here and in `describe`, and "
+        "is not listed by `seats` or `search` meanwhile."
     ),
 }
 
@@ -96,6 +101,8 @@ MEANINGS = {
     "schemas": "Include each result's `inputSchema`.",
     "args": "The tool's arguments, as its `inputSchema` says.",
     "confirm": "The `confirm` token of a `confirmation_required` answer.",
+    "contract": "The `contractDigest` you read (`describe`, `search`): the call goes on only "
+    "while it is the approved contract's, else `contract_changed` naming the current digest.",
 }
 
 

@@ -8,6 +8,8 @@
     ├── ToolNotGranted                  tool_not_granted             403
     ├── UnknownTool                     unknown_tool                 404
     ├── ToolGrantsChanged               tool_grants_changed          409
+    ├── ContractHeld                    contract_held                409  (SPEC §14, ADR 0049)
+    ├── ContractChanged                 contract_changed             409  (SPEC §14, ADR 0049)
     ├── ToolSchemaTooLarge              tool_schema_too_large        413
     ├── ConfirmationRequired            confirmation_required        428
     ├── RateLimited                     rate_limited                 429  (ADRs 0030, 0041)
@@ -145,6 +147,32 @@ class ToolGrantsChanged(NavigatorError):
     code = "tool_grants_changed"
     status = 409
     default_message = "Grants changed while the page was prepared; ask again."
+
+
+class ContractHeld(NavigatorError):
+    """The tool's contract is new or changed and awaits an operator's approval (SPEC §14)."""
+
+    code = "contract_held"
+    status = 409
+    default_message = (
+        "This tool's contract is new or changed and awaits an operator's approval "
+        "(meshnav contracts show ADDRESS); until then it is not served."
+    )
+    rejected_message = (
+        "An operator rejected this tool's current contract; it is not served until its node "
+        "serves an approved one or an operator approves it (meshnav contracts show ADDRESS)."
+    )
+
+
+class ContractChanged(NavigatorError):
+    """The caller pinned a contract digest that is not the tool's approved one (SPEC §3)."""
+
+    code = "contract_changed"
+    status = 409
+    default_message = (
+        "The tool's contract is not the one you pinned: describe it again, then call with its "
+        "contractDigest."
+    )
 
 
 class ToolSchemaTooLarge(NavigatorError):

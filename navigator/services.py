@@ -112,6 +112,8 @@ class Services:
                 connections,
                 node_max_assignments=settings.node_max_assignments,
                 node_max_tools=settings.node_max_tools,
+                approval=settings.contract_approval,
+                max_description=settings.max_description,
             ),
             authenticator=Authenticator(
                 registry,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, PositiveFloat, SecretStr, model_validator
@@ -99,6 +100,11 @@ class NavigatorSettings(ListeningSettings):
     #: Off, the navigator records no call, describe or sign-in events (changes to the registry
     #: are recorded all the same): for measuring what auditing costs, side by side.
     audit_calls: bool = True
+    #: Approved contracts (SPEC §14, ADR 0049): what is held until an operator approves it —
+    #: changes and added tools (``first-use``), everything new or changed (``always``), nothing
+    #: (``off``); and the characters a tool's description may hold.
+    contract_approval: Literal["first-use", "always", "off"] = "first-use"
+    max_description: int = Field(default=4096, ge=1)
     #: Between the audit writer's batches: what a navigator killed outright (SIGKILL, a crash)
     #: loses at most, and how soon an event reaches the registry (ADR 0045).
     audit_flush_s: PositiveFloat = 1.0

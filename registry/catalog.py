@@ -11,16 +11,17 @@ import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from registry import changelog
 from registry.audit import record_change
-from registry.catalog_reads import CatalogReader
 from registry.catalog_records import AssignmentRecord, MachineRecord, NewTool, machine_record
+from registry.contracts import Approval, settle
 from registry.errors import NODE_SEAT, Conflict, NotFound, SeatIsNodeSeat, SeatNotPlaced
 from registry.models import Assignment, Machine, NodeKey, Revision, Seat, Tool, utcnow
 from registry.node_instances import check_instance, stop_instance, take_instance
+from registry.retired_rows import RetiredRows
 
 __all__ = ["CatalogStore"]
 
@@ -30,7 +31,7 @@ NODE_KEY_BYTES = 32
 CATALOG_WRITES_LOCK = int.from_bytes(b"meshnav", "big")
 
 
-class CatalogStore(CatalogReader):
+class CatalogStore(RetiredRows):
     """Reads and changes the catalogue inside the caller's transaction: every change takes the
     catalogue writers' lock first (``_write``) and logs the machine it changed."""
 
@@ -212,9 +213,13 @@ class CatalogStore(CatalogReader):
         seat: str | None = None,
         by_node: bool = False,
         action: str = "register",
+        approval: Approval | None = None,
+        refused: dict[str, str] | None = None,
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
-        tools, keeps operators' confirmation marks, and restores it when it was retired.
+        tools, keeps operators' confirmation marks, and restores it when it was retired. Its
+        tools' contracts are settled as ``approval`` says (``registry.contracts.settle``);
+        ``refused`` names the tools the registration refused, and why.
 
         A node registering (``by_node``) neither brings back a machine an operator retired nor
         serves a seat where no operator placed it: both are operators' acts (``Conflict``,
@@ -243,6 +248,8 @@ class CatalogStore(CatalogReader):
         assignment.retired_at = None
         assignment.updated_at = utcnow()
         marks = {tool.name: tool.confirmation for tool in assignment.tools}
+        before = {t.name: (t.contract_digest, t.approved_digest) for t in assignment.tools}
+        assignment.refused = dict(refused or {})
         assignment.tools = []
         self.session.flush()  # old rows go before new ones arrive: (assignment, name) is unique
         assignment.tools = [
@@ -255,6 +262,8 @@ class CatalogStore(CatalogReader):
             for tool in tools
         ]
         self.session.flush()
+        holder = f"mesh/{seat}" if seat else f"{machine}/{role}"
+        settle(self.session, assignment, before, approval, holder)
         if seat is not None:
             self._place_seat(seat, assignment)
         self.log_change(machine)
@@ -267,73 +276,6 @@ class CatalogStore(CatalogReader):
         assignment.retired_at = utcnow()
         self.log_change(machine)
         record_change(self.session, "retire", f"{machine}/{role}")
-
-    def hold_to(self, machine: str, *, assignments: int, tools: int) -> None:
-        """Keep ``machine`` within ``assignments`` assignments and ``tools`` tools, retired ones
-        counted until they are pruned: a node renaming its roles left a retired row for each
-        name, and its tools with it, without end. Room is made by dropping the machine's
-        longest-retired assignments (never one a seat is placed on: that is an operator's
-        record); past a bound with its live ones alone, ``Conflict``."""
-        self.session.flush()
-        rows = self.session.execute(
-            select(Assignment.id, Assignment.retired_at, func.count(Tool.id), Seat.id)
-            .join(Machine, Assignment.machine_id == Machine.id)
-            .outerjoin(Tool, Tool.assignment_id == Assignment.id)
-            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
-            .where(Machine.name == machine)
-            .group_by(Assignment.id, Assignment.retired_at, Seat.id)
-        ).all()
-        held, count = len(rows), sum(int(row[2]) for row in rows)
-        dropped: list[int] = []
-        retired = sorted(
-            (at, assignment_id, tool_count)
-            for assignment_id, at, tool_count, seat in rows
-            if at is not None and seat is None
-        )
-        for _, assignment_id, tool_count in retired:
-            if held <= assignments and count <= tools:
-                break
-            dropped.append(assignment_id)
-            held, count = held - 1, count - int(tool_count)
-        if held > assignments or count > tools:
-            raise Conflict(
-                f"The machine would serve more than {assignments} assignments or {tools} tools,"
-                " the bound on what one node registers; an operator raises"
-                " MESHNAV_NODE_MAX_ASSIGNMENTS or MESHNAV_NODE_MAX_TOOLS, or the node serves fewer."
-            )
-        if dropped:
-            for assignment_id in dropped:
-                self.session.delete(self.session.get_one(Assignment, assignment_id))
-            self.session.flush()
-            self.log_change(machine)
-
-    def prune_retired(self, older_than: datetime) -> int:
-        """Forget the assignments retired before ``older_than``, their tools with them (never one
-        a seat is placed on). Each machine they belonged to is logged as changed, so that every
-        navigator's view reads it again and lets them go. Returns how many assignments went.
-
-        The catalogue writers' lock is taken only when there is something to prune, and what
-        goes is read again under it."""
-        due = (
-            select(Assignment.id, Machine.name)
-            .join(Machine, Assignment.machine_id == Machine.id)
-            .outerjoin(Seat, Seat.assignment_id == Assignment.id)
-            .where(Assignment.retired_at < older_than, Seat.id.is_(None))
-        )
-        if self.session.execute(due.limit(1)).first() is None:
-            return 0
-        self._write()
-        rows = self.session.execute(due).all()
-        if not rows:
-            return 0
-        ids = [int(assignment_id) for assignment_id, _ in rows]
-        for start in range(0, len(ids), 500):  # bound the statement's parameters
-            chunk = ids[start : start + 500]
-            self.session.execute(delete(Tool).where(Tool.assignment_id.in_(chunk)))
-            self.session.execute(delete(Assignment).where(Assignment.id.in_(chunk)))
-        for machine in sorted({str(name) for _, name in rows}):
-            self.log_change(machine)
-        return len(ids)
 
     def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
         self._write()

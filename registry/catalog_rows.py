@@ -40,6 +40,8 @@ class CatalogRow(NamedTuple):
     definition: str | None
     contract_digest: str | None
     confirmation: str | None
+    #: "approved", "held" or "rejected" (SPEC §14): only an approved one is served.
+    contract_state: str | None
 
 
 def read_rows(connection: Connection, machine: str | None = None) -> list[CatalogRow]:
@@ -85,6 +87,7 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
             cast(Tool.definition, Text),
             Tool.contract_digest,
             Tool.confirmation,
+            Tool.contract_state,
         )
         .select_from(Assignment)
         .join(Machine, Assignment.machine_id == Machine.id)

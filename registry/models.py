@@ -1,6 +1,7 @@
 """Typed SQLAlchemy models of the registry: what the mesh is made of and who may use it.
 
 Machine ─┬─< Assignment ─< Tool          a machine runs assignments of modules; each serves tools
+ContractDecision                         an operator's decision on a (role, tool, digest) (SPEC §14)
          └── NodeKey                     the key the navigator signs that machine's call tokens with
 Seat ──── Assignment                     a mesh seat is an assignment addressed ``mesh/SEAT``
 Principal                                who calls (token hash only), with scopes
@@ -40,6 +41,7 @@ __all__ = [
     "Base",
     "CatalogChange",
     "ConsoleSession",
+    "ContractDecision",
     "Grant",
     "Machine",
     "NodeKey",
@@ -138,6 +140,12 @@ class Assignment(Base):
     scopes: Mapped[list[str]] = mapped_column(default=list)
     retired_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: When its first non-empty tool list was registered (SPEC §14): until then, ``first-use``
+    #: approves what it brings.
+    contracts_since: Mapped[datetime | None]
+    #: The tools its last registration refused, by name: why (SPEC §14's hidden text, a name
+    #: outside the grammar), for operators to see.
+    refused: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     machine: Mapped[Machine] = relationship(back_populates="assignments")
     tools: Mapped[list[Tool]] = relationship(
@@ -174,8 +182,32 @@ class Tool(Base):
     #: "auto" (MCP annotation defaults), "never", "always" or "elicit-only" — an operator's mark.
     confirmation: Mapped[str] = mapped_column(String(16), default="auto")
     contract_digest: Mapped[str] = mapped_column(String(64))
+    #: "approved" (served), "held" (awaits an operator) or "rejected" (SPEC §14).
+    contract_state: Mapped[str] = mapped_column(String(16), default="approved")
+    #: The digest of this tool's last approved contract (what ``contracts show`` compares with).
+    approved_digest: Mapped[str | None] = mapped_column(String(64))
 
     assignment: Mapped[Assignment] = relationship(back_populates="tools")
+
+
+class ContractDecision(Base):
+    """A contract as operators decide on it (SPEC §14): one row per (role, tool name, digest),
+    shared by every holder serving it — approving it approves them all."""
+
+    __tablename__ = "contract_decisions"
+    __table_args__ = (UniqueConstraint("role", "name", "digest"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    role: Mapped[str] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(128))
+    digest: Mapped[str] = mapped_column(String(64))
+    #: The definition, so that a later change can be shown beside it.
+    definition: Mapped[dict[str, Any]]
+    #: "approved", "held" or "rejected".
+    state: Mapped[str] = mapped_column(String(16))
+    decided_by: Mapped[str | None] = mapped_column(String(128))
+    decided_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Principal(Base):

@@ -10,6 +10,7 @@ under the root command, in the order ``--help`` lists them.
     grants      grant allow, deny, list, revoke, check
     seats       seat place
     audit       the audit trail and its check
+    contracts   held tool contracts: pending, show, approve, reject
 
 What several commands share is declared once:
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Annotated
 
 import typer
@@ -14,6 +15,14 @@ __all__ = ["navigator_app"]
 navigator_app = typer.Typer(
     help="The navigator: the MCP server agents talk to.", no_args_is_help=True
 )
+
+
+class ContractApproval(enum.StrEnum):
+    """``MESHNAV_CONTRACT_APPROVAL`` (SPEC §14)."""
+
+    FIRST_USE = "first-use"
+    ALWAYS = "always"
+    OFF = "off"
 
 
 @navigator_app.command("serve")
@@ -189,6 +198,21 @@ def navigator_serve(
             help="Search hits below this share of the best hit's score are not returned (0: off).",
         ),
     ] = None,
+    contract_approval: Annotated[
+        ContractApproval | None,
+        typer.Option(
+            envvar="MESHNAV_CONTRACT_APPROVAL",
+            help="Which tool contracts wait for an operator's approval (first-use).",
+        ),
+    ] = None,
+    max_description: Annotated[
+        int | None,
+        typer.Option(
+            envvar="MESHNAV_MAX_DESCRIPTION",
+            min=1,
+            help="Characters a tool's description may hold; longer ones are refused (4096).",
+        ),
+    ] = None,
 ) -> None:
     """Run the navigator (streamable HTTP at /mcp, or stdio)."""
     from meshnav.serve import serve_navigator
@@ -216,6 +240,8 @@ def navigator_serve(
         "audit_refusal_window_s": audit_refusal_window_s,
         "audit_refusals_per_minute": audit_refusals_per_minute,
         "search_relevance_floor": search_relevance_floor,
+        "contract_approval": None if contract_approval is None else contract_approval.value,
+        "max_description": max_description,
     }
     if stdio and audit_jsonl == "-":  # standard output carries MCP there
         errors.print("meshnav: --audit-jsonl - would write where --stdio serves", markup=False)

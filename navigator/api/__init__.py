@@ -8,6 +8,7 @@ client of the API (the command line) can name its prefix without loading the ser
     admin      the operator's API (``mesh:admin``): machines, assignments, seats, the mesh
     access     principals and grants: the admin API's bodies and rules for them
     audit      reading the audit trail (``GET /api/v1/audit``)
+    approvals  held tool contracts: what is held or refused, what changed, approve and reject
     enrolment  nodes enrol and heartbeat (``mesh:node``)
     openapi    the OpenAPI 3.1 document, from the route table and the body models
 """

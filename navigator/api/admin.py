@@ -144,7 +144,10 @@ async def register_assignment(request: Request) -> dict[str, Any]:
         scopes=body.scopes,
     )
     result = await services(request).registrar.put_assignment(
-        body.machine, spec, grant_scope_holders=body.grant_scope_holders
+        body.machine,
+        spec,
+        grant_scope_holders=body.grant_scope_holders,
+        approves=body.tools is not None,  # an operator's own list: approved as registered
     )
     return {"assignment": f"{body.machine}/{body.role}", **result.as_json()}
 

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from navigator.api import API_PREFIX, admin, enrolment
+from navigator.api import API_PREFIX, admin, approvals, enrolment
 from navigator.api.audit import AUDIT_PARAMETERS
 from navigator.api.base import error_response, handler
 from navigator.api.openapi import openapi_endpoint
@@ -40,6 +40,10 @@ ROUTES = [
     ("/grants", "POST", admin.add_grant, access.GrantBody),
     ("/grants/check", "GET", admin.check_grant, None),
     ("/grants/{grant}", "DELETE", admin.revoke_grant, None),
+    ("/contracts", "GET", approvals.list_held, None),
+    ("/contracts/show", "GET", approvals.show, None),
+    ("/contracts/approve", "POST", approvals.approve, approvals.DecisionBody),
+    ("/contracts/reject", "POST", approvals.reject, approvals.DecisionBody),
     ("/audit", "GET", admin.list_audit, None),
     ("/audit/verify", "GET", admin.verify_audit, None),
     ("/nodes/register", "POST", enrolment.register_node, enrolment.NodeRegistration),
@@ -58,6 +62,8 @@ QUERY_PARAMETERS = {
     ("/grants", "GET"): [("principal", False)],
     ("/grants/check", "GET"): [("principal", True), ("address", True)],
     ("/audit", "GET"): [(name, False) for name in AUDIT_PARAMETERS],
+    ("/contracts", "GET"): [("pattern", False)],
+    ("/contracts/show", "GET"): [("address", True)],
 }
 
 

@@ -10,31 +10,30 @@ here, one at a time, before they take a connection (``Registrar._changed``).
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from mesh.digests import contract_digest
-from navigator.addresses import (
-    TOOL_GRAMMAR,
-    check_placement,
-    is_machine_name,
-    is_name,
-    is_tool_name,
-    refused_name,
-)
+from navigator.addresses import check_placement, is_machine_name, refused_name
+from navigator.catalog.hidden import MAX_DESCRIPTION
 from navigator.catalog.instances import NO_CLAIM, InstanceClaim
+from navigator.catalog.intake import (
+    MAX_DEFINITION_DEPTH,
+    NOT_JSON,
+    OUTSIDE_GRAMMAR,
+    TOO_DEEP,
+    AssignmentSpec,
+    RegistrationResult,
+    check_names,
+    new_tools,
+)
 from navigator.catalog.view import Catalog
-from navigator.errors import InvalidArguments, ToolNotGranted
+from navigator.errors import ToolNotGranted
 from navigator.limits import NODE_MAX_ASSIGNMENTS, NODE_MAX_TOOLS
 from navigator.nodes.connections import NodeConnections
-from navigator.validation.json_values import measure
 from registry import (
     AccessStore,
     CatalogStore,
@@ -45,106 +44,24 @@ from registry import (
     RegistryUnavailable,
     SeatNotPlaced,
 )
+from registry.audit import ACTOR
+from registry.contracts import Approval, ContractKey, decide
 from registry.database import STATEMENT_TIMEOUT_S
 
-__all__ = ["AssignmentSpec", "Registrar", "RegistrationResult", "is_node_endpoint"]
+__all__ = [
+    "MAX_DEFINITION_DEPTH",
+    "NOT_JSON",
+    "OUTSIDE_GRAMMAR",
+    "TOO_DEEP",
+    "AssignmentSpec",
+    "Registrar",
+    "RegistrationResult",
+    "is_node_endpoint",
+]
 
 logger = logging.getLogger("meshnav.navigator.registrar")
 
 T = TypeVar("T")
-
-MAX_TOOLS_PER_ASSIGNMENT = 4096
-#: Why a tool whose name breaks the grammar is refused: the rule it breaks.
-OUTSIDE_GRAMMAR = f"name outside the address grammar ({TOOL_GRAMMAR})"
-
-#: Why a tool whose definition JSON cannot carry exactly is refused: its digest (RFC 8785) has no
-#: value for it, the registry and the answers no text.
-NOT_JSON = "definition holds NaN, an infinity, a lone surrogate or an integer past 2^53"
-#: How deep a tool's definition may nest (objects and arrays, the definition itself the first):
-#: every answer that carries it must be written, and an answer's writer stops at 255 levels.
-MAX_DEFINITION_DEPTH = 128
-TOO_DEEP = f"definition nests deeper than {MAX_DEFINITION_DEPTH} levels"
-
-
-@dataclass(frozen=True, slots=True)
-class AssignmentSpec:
-    role: str
-    module: str
-    tools: Sequence[Mapping[str, Any]]
-    kind: str = "assignment"
-    endpoint: str | None = None
-    seat: str | None = None
-    scopes: Sequence[str] = ()
-
-
-@dataclass(slots=True)
-class RegistrationResult:
-    registered: list[str] = field(default_factory=list)
-    refused: list[dict[str, str]] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"registered": self.registered, "refused": self.refused}
-
-
-def _check_names(machine: str, spec: AssignmentSpec) -> None:
-    if not is_machine_name(machine):
-        raise refused_name("machine")
-    if not is_name(spec.role):
-        raise refused_name("role")
-    if spec.seat is not None and not is_name(spec.seat):
-        raise refused_name("seat")
-    if spec.kind not in ("assignment", "node_seat"):
-        raise InvalidArguments("kind must be assignment or node_seat.")
-    if len(spec.tools) > MAX_TOOLS_PER_ASSIGNMENT:
-        raise InvalidArguments("Too many tools in one assignment.")
-
-
-def _new_tools(spec: AssignmentSpec, result: RegistrationResult, prefix: str) -> list[NewTool]:
-    tools: list[NewTool] = []
-    seen: set[str] = set()
-    for index, tool in enumerate(spec.tools):
-        name = tool.get("name") if isinstance(tool, Mapping) else None
-        if not isinstance(name, str) or not is_tool_name(name):
-            label = (
-                name
-                if isinstance(name, str) and name.isprintable() and len(name) <= 128
-                else f"#{index}"
-            )
-            result.refused.append({"name": label, "reason": OUTSIDE_GRAMMAR})
-            continue
-        if name in seen:
-            result.refused.append({"name": name, "reason": "duplicate name"})
-            continue
-        if not isinstance(tool.get("inputSchema", {}), dict):
-            result.refused.append({"name": name, "reason": "inputSchema is not an object"})
-            continue
-        if not isinstance(tool.get("annotations", {}), dict | None):
-            result.refused.append({"name": name, "reason": "annotations is not an object"})
-            continue
-        definition = {k: v for k, v in tool.items() if k != "_meta"}
-        size = measure(definition, sys.maxsize, sys.maxsize)  # no recursion, however deep
-        if size is not None and size.depth > MAX_DEFINITION_DEPTH:
-            result.refused.append({"name": name, "reason": TOO_DEEP})
-            continue
-        digest = None if size is None else _digest(definition)
-        if digest is None:
-            result.refused.append({"name": name, "reason": NOT_JSON})
-            continue
-        seen.add(name)
-        tools.append(NewTool(name=name, definition=definition, contract_digest=digest))
-        result.registered.append(f"{prefix}/{name}")
-    return tools
-
-
-def _digest(definition: Mapping[str, Any]) -> str | None:
-    """The contract digest of a definition the registry can hold and every answer can write;
-    ``None`` for one holding NaN or an infinity (which Python's JSON reader takes), a lone
-    surrogate anywhere, or, in its contract, an integer past 2^53 (RFC 8785 refuses those)."""
-    try:
-        json.dumps(definition, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        return contract_digest(definition)
-    except ValueError:  # UnicodeEncodeError and rfc8785's CanonicalizationError are ValueErrors
-        return None
 
 
 class Registrar:
@@ -156,8 +73,13 @@ class Registrar:
         *,
         node_max_assignments: int = NODE_MAX_ASSIGNMENTS,
         node_max_tools: int = NODE_MAX_TOOLS,
+        approval: str = "first-use",
+        max_description: int = MAX_DESCRIPTION,
     ) -> None:
         self.registry = registry
+        #: ``MESHNAV_CONTRACT_APPROVAL`` and ``MESHNAV_MAX_DESCRIPTION`` (SPEC §14).
+        self.approval = approval
+        self.max_description = max_description
         self.catalog = catalog
         self.connections = connections
         #: What a node's machine may hold, retired assignments counted (``CatalogStore.hold_to``).
@@ -202,10 +124,13 @@ class Registrar:
         ``claim`` to the machine was judged before (``navigator.catalog.instances``)."""
         result = RegistrationResult()
         prepared = []
+        approval = Approval(self.approval, principal)
         for spec in assignments:
-            _check_names(machine, spec)
+            check_names(machine, spec)
             holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
-            prepared.append((spec, _new_tools(spec, result, holder)))
+            before = len(result.refused)
+            tools = new_tools(spec, result, holder, self.max_description)
+            prepared.append((spec, tools, _refused(result, before)))
 
         unplaced: list[str] = []  # seats no operator placed here: refused, the rest registered
 
@@ -222,9 +147,9 @@ class Registrar:
                     machine, advertise_url=advertise_url, heartbeat_s=heartbeat_s, **claim.kept()
                 )
                 served = set()
-                for spec, tools in prepared:
+                for spec, tools, refused in prepared:
                     try:  # the check comes before any write of the assignment
-                        _write(store, machine, spec, tools, by_node=True)
+                        _write(store, machine, spec, tools, approval, refused, by_node=True)
                     except SeatNotPlaced:
                         unplaced.append(str(spec.seat))
                         continue
@@ -261,20 +186,27 @@ class Registrar:
         by_node: bool = False,
         action: str = "register",
         instance: str | None = None,
+        approves: bool = False,
     ) -> RegistrationResult:
         """Register one assignment: an operator's, or a node's whose tool list changed
         (``by_node``: a retired machine, or a seat no operator placed on it, is a ``Conflict``;
-        one its ``instance`` no longer serves, ``Replaced``)."""
-        _check_names(machine, spec)
+        one its ``instance`` no longer serves, ``Replaced``). ``approves``: an operator's own
+        tool list, whose contracts it approves (SPEC §14)."""
+        check_names(machine, spec)
         result = RegistrationResult()
         holder = f"mesh/{spec.seat}" if spec.seat else f"{machine}/{spec.role}"
-        tools = _new_tools(spec, result, holder)
+        tools = new_tools(spec, result, holder, self.max_description)
+        approval = Approval(self.approval, ACTOR.get() or "unknown", approves)
+        refused = _refused(result, 0)
 
         def write() -> None:
             with self.registry.transaction() as session:
+                store = CatalogStore(session)
                 if by_node:
-                    CatalogStore(session).check_node_instance(machine, instance)
-                _write(CatalogStore(session), machine, spec, tools, by_node=by_node, action=action)
+                    store.check_node_instance(machine, instance)
+                _write(
+                    store, machine, spec, tools, approval, refused, by_node=by_node, action=action
+                )
                 if by_node:
                     CatalogStore(session).hold_to(machine, **self._node_bounds)
                 if grant_scope_holders:
@@ -288,6 +220,17 @@ class Registrar:
             await self.connections.forget(spec.endpoint)
         await self.catalog.catch_up_after_write()
         return result
+
+    async def decide(self, keys: Sequence[ContractKey], state: str, principal: str) -> list[str]:
+        """An operator approves or rejects contracts (SPEC §14): every holder of each at once."""
+
+        def write() -> list[str]:
+            with self.registry.transaction() as session:
+                return decide(session, keys, state, principal)
+
+        changed = await self._changed(write)
+        await self.catalog.catch_up_after_write()
+        return changed
 
     async def bind(self, principal: str, machine: str) -> None:
         """Hold a node principal to its one machine (bound at its first registration)."""
@@ -374,6 +317,8 @@ def _write(
     machine: str,
     spec: AssignmentSpec,
     tools: list[NewTool],
+    approval: Approval,
+    refused: dict[str, str],
     *,
     by_node: bool = False,
     action: str = "register",
@@ -389,4 +334,11 @@ def _write(
         seat=spec.seat,
         by_node=by_node,
         action=action,
+        approval=approval,
+        refused=refused,
     )
+
+
+def _refused(result: RegistrationResult, since: int) -> dict[str, str]:
+    """The tools ``result`` refused from its ``since``-th refusal on, by name: why."""
+    return {entry["name"]: entry["reason"] for entry in result.refused[since:]}

@@ -17,6 +17,7 @@ from navigator.catalog.machines import MachineState
 from navigator.catalog.records import CatalogAssignment, CatalogTool, contracts_fingerprint
 from navigator.search import SearchIndex, ToolDocument
 from registry import CatalogRow, MachineRecord
+from registry.contracts import APPROVED
 
 __all__ = ["NO_TOOLS", "CatalogState"]
 
@@ -39,6 +40,11 @@ class CatalogState:
     #: ``contracts_fingerprint`` of each assignment's placed tools, made when first asked and
     #: dropped whenever they change: cursors bind the caller's share of them (SPEC §3).
     fingerprints: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Tools whose contract is not approved (SPEC §14), by address: their state ("held" or
+    #: "rejected"); and their addresses by assignment. Not placed: nothing lists, counts or
+    #: finds them.
+    held: dict[str, str] = field(default_factory=dict)
+    held_by: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     index: SearchIndex = field(default_factory=SearchIndex)
 
     def put_machine(self, record: MachineRecord) -> None:
@@ -62,6 +68,7 @@ class CatalogState:
             return []
         self.assignments[key] = assignment
         self.by_machine.setdefault(assignment.machine, {})[assignment.role] = assignment
+        self._unhold(key)
         documents: list[ToolDocument] = []
         placed: set[str] = set()
         if not assignment.retired:  # or its machine is (the catalogue rows say so)
@@ -84,6 +91,8 @@ class CatalogState:
         placed = self.placed.get(key, NO_TOOLS)
         if self.assignments[key].retired:
             return not placed
+        if key in self.held_by or any(row.contract_state not in (None, APPROVED) for row in rows):
+            return False
         if len(placed) != len(rows):
             return False
         held = {tool.name: (tool.contract.digest, tool.confirmation) for tool in placed.values()}
@@ -104,8 +113,13 @@ class CatalogState:
         key = (assignment.machine, assignment.role)
         documents = []
         for row in rows:
-            contract, document = contracts.get(row, holder, role)
             name = str(row.tool)
+            if row.contract_state not in (None, APPROVED):
+                address = f"{holder}/{role}/{name}"
+                self.held[address] = str(row.contract_state)
+                self.held_by.setdefault(key, []).append(address)
+                continue
+            contract, document = contracts.get(row, holder, role)
             address = document.address if document.name == name else f"{holder}/{role}/{name}"
             other = self.tools.get(address)
             if other is not None and (other.machine, other.endpoint_role) != key:
@@ -136,7 +150,13 @@ class CatalogState:
             if not tools:
                 del self.placed[key]
 
+    def _unhold(self, key: tuple[str, str]) -> None:
+        """Forget the held tools of the assignment ``key`` (placed again, or gone)."""
+        for address in self.held_by.pop(key, ()):
+            self.held.pop(address, None)
+
     def drop_assignment(self, key: tuple[str, str]) -> None:
+        self._unhold(key)
         old = self.assignments.pop(key, None)
         roles = self.by_machine.get(key[0], {})
         roles.pop(key[1], None)

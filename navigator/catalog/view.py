@@ -96,6 +96,17 @@ class Catalog:
             return None
         return tool
 
+    def held_state(self, address: str) -> str | None:
+        """``held`` or ``rejected`` for a tool whose contract awaits an operator (SPEC §14)."""
+        return self._state.held.get(address)
+
+    def held_counts(self) -> dict[str, float]:
+        """Tools whose contract awaits an operator, by state (the ``/metrics`` gauge)."""
+        counts: dict[str, float] = {"held": 0, "rejected": 0}
+        for state in self._state.held.values():
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
     def tools(self) -> Iterator[CatalogTool]:
         return iter(self._state.tools.values())
 

@@ -15,6 +15,7 @@ headers; nothing is loaded from outside the navigator.
     /console/manage                     an operator's changes: principals, grants, seats,
                                         machines, assignments, tools' marks (mesh:admin)
     /console/try/{holder}/{role}/{tool} try a tool: its arguments, the call, the answer
+    /console/contracts                  held contracts and refused tools (mesh:admin)
     /console/activity?principal=&address=&action=&outcome=   recent audit events (ADR 0039)
     /console/events                     server-sent events: the mesh changed
     /console/sign-in, /console/sign-out POST
@@ -31,6 +32,7 @@ Its modules:
     activity    recent audit events, the page and its filters
     manage      an operator's changes, each through ``navigator.operations``; manage_forms
                 its page; try_tool a tool's call from a form, through the walker
+    held        held contracts and refused tools (SPEC §14)
     events      live updates: the server-sent-events stream fed by the catalogue
     layout      the HTML shell and the pieces every page shares; tables the data blocks
     security    the headers every answer carries, and the same-origin checks
@@ -71,6 +73,7 @@ def console_routes() -> list[BaseRoute]:
         (PREFIX + "/grants", pages.grants, ["GET"]),
         (PREFIX + "/manage", manage.manage, ["GET", "POST"]),
         (PREFIX + "/try/{holder}/{role}/{tool}", try_tool.try_tool, ["GET", "POST"]),
+        (PREFIX + "/contracts", pages.contracts, ["GET"]),
         (PREFIX + "/search", pages.search, ["GET"]),
         (PREFIX + "/activity", pages.activity, ["GET"]),
         (PREFIX + "/events", events.EventStreams().stream, ["GET"]),

@@ -158,6 +158,7 @@ def _navigation(viewer: Caller, operator: bool, section: str | None) -> Markup:
     if operator:
         entries.append(("grants", "/console/grants", "Grants"))
         entries.append(("manage", "/console/manage", "Manage"))
+        entries.append(("contracts", "/console/contracts", "Contracts"))
     links = join(
         Markup('<li><a href="{}"{}>{}</a></li>').format(
             href, Markup(' aria-current="page"') if key == section else "", label

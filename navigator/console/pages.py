@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from navigator.console import render
 from navigator.console.activity import activity_page, recent_activity, with_activity
 from navigator.console.assignment import assignment_page
+from navigator.console.held import contracts_page
 from navigator.console.layout import Page, document, error_page
 from navigator.console.search import run_search, search_page
 from navigator.console.session import authenticate_viewer, error_json, sign_in_page
@@ -37,6 +38,7 @@ __all__ = [
     "FRAGMENT_HEADER",
     "activity",
     "assignment",
+    "contracts",
     "grants",
     "home",
     "machine",
@@ -171,6 +173,10 @@ async def search(request: Request) -> Response:
 
 async def grants(request: Request) -> Response:
     return await _answer(request, _grants)
+
+
+async def contracts(request: Request) -> Response:
+    return await _answer(request, contracts_page)
 
 
 async def activity(request: Request) -> Response:

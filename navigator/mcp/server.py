@@ -120,6 +120,7 @@ async def running(services: Services, *, migrate_first: bool = True) -> AsyncIte
     await services.catalog.load(meanwhile=import_client)
     gc.enable()  # ``meshnav.serve`` starts without the collector: start-up makes no garbage
     METRICS.gauges["meshnav_machines"] = lambda: _machine_gauge(services)
+    METRICS.gauges["meshnav_contracts_held"] = services.catalog.held_counts  # SPEC §14
     services.audit.listeners.append(lambda _: services.catalog.announce("activity"))
     services.catalog.on_status = lambda machine, status: services.audit.event(
         "", "machine.status", machine, status.replace(" ", "_")

@@ -166,6 +166,7 @@ class CallTool(WalkerTool):
                 arguments["address"],
                 arguments.get("args", {}),
                 confirm=arguments.get("confirm"),
+                contract=arguments.get("contract"),
                 elicitor=elicitor_for(context),
                 progress=progress,
             )
@@ -340,6 +341,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     # what each is for, the tool's description says
                     "args": {"type": "object", "default": {}},
                     "confirm": {"type": "string", "minLength": 1, "maxLength": 128},
+                    "contract": {"type": "string", "maxLength": 64},  # a contractDigest to pin
                 },
                 "required": ["address"],
                 "additionalProperties": False,

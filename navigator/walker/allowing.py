@@ -18,11 +18,18 @@ from navigator.addresses import COLLAPSED, LOWER_CASE, parse_collapsed, parse_to
 from navigator.catalog.records import CatalogTool
 from navigator.catalog.registry_reads import short_read
 from navigator.catalog.view import Catalog
-from navigator.errors import InvalidAddress, NavigatorError, ToolNotGranted, UnknownTool
+from navigator.errors import (
+    ContractHeld,
+    InvalidAddress,
+    NavigatorError,
+    ToolNotGranted,
+    UnknownTool,
+)
 from navigator.limits import LIMITS
 from navigator.walker.nearby import holders_of, nearby
 from navigator.walker.trail import Seen
 from registry import GrantSnapshot, Registry, read_grant_revision, read_snapshot
+from registry.contracts import REJECTED
 
 __all__ = ["GrantChecks"]
 
@@ -80,10 +87,14 @@ class GrantChecks:
         if not permissions.covers(holder, role, name):
             raise _near(ToolNotGranted, near())
         tool = self.catalog.find_tool(str(parsed))
-        if tool is None:
+        held = None if tool is not None else self.catalog.held_state(str(parsed))
+        if tool is None and held is None:
             raise _near(UnknownTool, near())
         if not decision.allowed:
             raise _near(ToolNotGranted, near())
+        if tool is None:  # after the grants: a caller without one learns nothing of it
+            rejected = held == REJECTED
+            raise ContractHeld(ContractHeld.rejected_message if rejected else None)
         return tool
 
     async def _address_help(

@@ -24,7 +24,13 @@ from navigator.access.grants import Caller
 from navigator.access.quotas import Quotas
 from navigator.catalog.records import CatalogTool
 from navigator.catalog.view import Catalog
-from navigator.errors import ConfirmationRequired, InvalidArguments, NavigatorError, NodeUnavailable
+from navigator.errors import (
+    ConfirmationRequired,
+    ContractChanged,
+    InvalidArguments,
+    NavigatorError,
+    NodeUnavailable,
+)
 from navigator.nodes.connections import NodeAnswer, NodeConnections, ProgressSink
 from navigator.validation import NOT_UNICODE, CompiledSchema, SchemaCache, is_unicode_text
 from navigator.walker.allowing import GrantChecks
@@ -44,7 +50,7 @@ _NOT_CANONICAL = (
 #: of these names where a schema does not take it is pointed at (an agent that puts ``confirm``
 #: in ``args``, or ``limit`` in ``describe``), as a name the caller was given (ADR 0035).
 WALKER_ARGUMENTS = frozenset(
-    {"address", "cursor", "query", "limit", "within", "schemas", "args", "confirm"}
+    {"address", "cursor", "query", "limit", "within", "schemas", "args", "confirm", "contract"}
 )
 
 #: What the compiled input schemas may hold, in ``CompiledSchema.weight`` (about bytes): tens of
@@ -88,9 +94,11 @@ class Calls:
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
+        contract: str | None = None,
     ) -> NodeAnswer:
         """SPEC §3's call, audited (ADR 0039) and admitted first under the caller's quota
-        (ADR 0041)."""
+        (ADR 0041). ``contract``, when given, is the digest the caller read: the call goes on
+        only while it is the approved contract's (``contract_changed``)."""
         seen = Seen()
         with audited(self.audit, caller, address, seen):
             async with self.quotas.principal(caller):
@@ -102,6 +110,7 @@ class Calls:
                     confirm=confirm,
                     elicitor=elicitor,
                     progress=progress,
+                    contract=contract,
                 )
 
     async def _call(
@@ -114,9 +123,12 @@ class Calls:
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
+        contract: str | None,
     ) -> NodeAnswer:
         with tracing.span("grants"):
             tool = await self.grants.allowed(caller, address, seen=seen)  # 1. and 2.
+        if contract is not None and contract != tool.contract_digest:  # 2., after the grants
+            raise ContractChanged(extra={"contractDigest": tool.contract_digest})
         seen.address = tool.address
         tracing.annotate(address=tool.address)
         if not isinstance(arguments, Mapping):  # 3. the tool's own schema

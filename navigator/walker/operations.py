@@ -263,8 +263,15 @@ class Navigator:
         confirm: str | None,
         elicitor: Elicitor | None,
         progress: ProgressSink | None,
+        contract: str | None = None,
     ) -> NodeAnswer:
         """SPEC §3's call: ``navigator.walker.calling.Calls.call``."""
         return await self._calls.call(
-            caller, address, arguments, confirm=confirm, elicitor=elicitor, progress=progress
+            caller,
+            address,
+            arguments,
+            confirm=confirm,
+            elicitor=elicitor,
+            progress=progress,
+            contract=contract,
         )

@@ -258,6 +258,16 @@ async def test_progress_passes_through_and_a_changed_tool_list_is_reindexed(
         assert not grown.is_error  # type: ignore[attr-defined]
         found: list[str] = []
         deadline = time.monotonic() + 3 * mesh.heartbeat_s + 5
+        approved = httpx.Response(404)
+        while approved.status_code != 200 and time.monotonic() < deadline:
+            # an added tool is held until an operator approves it (SPEC §14)
+            approved = httpx.post(
+                f"{mesh.navigator_url}/api/v1/contracts/approve",
+                json={"target": "tools2/echoer/grown"},
+                headers=_admin(mesh),
+            )
+            await anyio.sleep(0.2)
+        assert approved.json() == {"approved": ["tools2/echoer/grown"]}
         while "tools2/echoer/grown" not in found and time.monotonic() < deadline:
             answer = tool_result(
                 await client.call_tool_mcp("search", {"query": "grown", "within": "tools2"})

@@ -130,7 +130,7 @@ async def test_a_machines_unchanged_assignments_are_not_placed_again_by_a_change
         monkeypatch.setattr(catalog.index, "upsert", counted)
         extra = {"name": "shelve", "inputSchema": {"type": "object"}}
         changed = AssignmentSpec(role="books", module="tools-file", tools=[*TOOLS, extra])
-        await services.registrar.put_assignment("m1", changed)
+        await services.registrar.put_assignment("m1", changed, approves=True)  # an operator's
         assert catalog.tool("m1/films/lookup") is films  # not placed again
         assert sorted(a for batch in upserted for a in batch) == [
             "m1/books/lookup",

@@ -132,9 +132,9 @@ async def test_what_changes_while_a_person_is_asked_holds_for_the_call(
                     await services.registrar.retire("m1", "r")
                 else:
                     changed = {**WIPE, "description": "Now wipes the whole disk."}
-                    await services.registrar.put_assignment(
-                        "m1", AssignmentSpec(role="r", module="x", tools=[changed], endpoint=url)
-                    )
+                    spec = AssignmentSpec(role="r", module="x", tools=[changed], endpoint=url)
+                    # an operator's own list: approved as it registers (SPEC §14)
+                    await services.registrar.put_assignment("m1", spec, approves=True)
                 return True
 
         expected = {
@@ -200,7 +200,7 @@ async def test_a_confirm_token_is_for_the_contract_it_was_given_for(tmp_path: Pa
             spec = AssignmentSpec(
                 role="r", module="x", tools=[{**tool, "description": description}], endpoint=nobody
             )
-            await services.registrar.put_assignment("m1", spec)
+            await services.registrar.put_assignment("m1", spec, approves=True)  # an operator's
 
         async def call(confirm: str | None) -> None:
             await services.navigator.call(

@@ -185,7 +185,8 @@ async def test_answers_with_non_ascii_text_stay_within_64_kib_as_escaped_on_the_
     ]
     async with mesh_at(tmp_path) as mesh:
         await mesh.register("fr1", "journaux", tools)
-        await mesh.register("fr2", "gros", [{**tools[0], "description": "é" * 16_000}])
+        big = {"type": "object", "properties": {"site": {"description": "é" * 16_000}}}
+        await mesh.register("fr2", "gros", [{**tools[0], "inputSchema": big}])
         async with mesh.client() as client:
             page = await client.call_tool_mcp(
                 "search", {"query": "annote", "limit": 16, "schemas": True, "within": "fr1"}
