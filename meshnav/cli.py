@@ -32,14 +32,32 @@ app.add_typer(serving.node_app, name="node")
 app.add_typer(principals.app, name="principal")
 app.add_typer(grants.app, name="grant")
 app.add_typer(seats.app, name="seat")
+app.add_typer(catalogue.tool_app, name="tool")
 app.add_typer(audit.app, name="audit")
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"meshnav {version('meshnav')}\n")
+        raise typer.Exit()
 
 
 @app.callback()
 def _setup(
     log_level: Annotated[
-        str | None, typer.Option("--log-level", envvar="MESHNAV_LOG_LEVEL")
+        str | None,
+        typer.Option(
+            "--log-level", envvar="MESHNAV_LOG_LEVEL", help="DEBUG, INFO, WARNING or ERROR."
+        ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and stop."
+        ),
+    ] = False,
 ) -> None:
     """Find and call the one tool an agent needs across a mesh of machines."""
     configure_logging(log_level)

@@ -20,9 +20,11 @@ __all__ = [
     "contract_view",
     "grants_table",
     "mesh_tree",
+    "principal_view",
     "principals_table",
     "registration_view",
     "search_table",
+    "seats_table",
 ]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
@@ -151,12 +153,46 @@ def principals_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def principal_view(row: dict[str, Any]) -> Table:
+    """One principal as ``principal show`` gives it: what it may do, and when it was last seen."""
+    status = row.get("status") or ("revoked" if row.get("revoked") else "active")
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for field, value in (
+        ("principal", Text(row["name"])),
+        ("scopes", Text(" ".join(row["scopes"]) or "—")),
+        ("machine", Text(row.get("machine") or "—")),
+        ("expires", Text(row.get("expiresAt") or "never")),
+        ("quota", Text(_quota(row) or "no limit")),
+        ("status", Text(status, style=PRINCIPAL_STYLE.get(status, ""))),
+        ("last seen", Text(row.get("lastSeen") or "never")),
+    ):
+        table.add_row(field, value)
+    return table
+
+
 def _quota(row: dict[str, Any]) -> str:
     """A principal's quota as ``principal add`` takes it, e.g. ``600/min, 8 at once``."""
     rate, at_once = row.get("ratePerMinute"), row.get("concurrency")
     said = [f"{rate}/min"] if rate is not None else []
     said += [f"{at_once} at once"] if at_once is not None else []
     return ", ".join(said)
+
+
+def seats_table(seats: dict[str, Any]) -> Table:
+    """The mesh seats as ``seat list`` gives them, each with where it is placed."""
+    table = Table(title="seats")
+    for column in ("seat", "machine", "role"):
+        table.add_column(column)
+    for name, where in seats.items():
+        placed = where or {}
+        table.add_row(
+            Text(f"mesh/{name}"),
+            Text(placed.get("machine") or "—"),
+            Text(placed.get("role") or "—"),
+        )
+    return table
 
 
 def registration_view(answer: dict[str, Any]) -> RenderableType:

@@ -356,3 +356,19 @@ class CatalogStore(CatalogReader):
         self._place_seat(name, assignment)
         self.log_change(machine)
         record_change(self.session, "seat.place", f"mesh/{name} on {machine}/{role}")
+
+    def remove_seat(self, name: str) -> None:
+        """Remove the mesh seat ``name``. The assignment that held it is retired with it: left
+        live, it would become ``MACHINE/ROLE``, under that machine's grants instead of the
+        seat's (as a seat's move retires its old instance)."""
+        self._write()
+        seat = self.session.execute(select(Seat).where(Seat.name == name)).scalar_one_or_none()
+        if seat is None:
+            raise NotFound("No such seat.")
+        held = seat.assignment
+        if held is not None and held.retired_at is None:
+            held.retired_at = utcnow()
+            self.log_change(held.machine.name)
+        self.session.delete(seat)
+        self.session.flush()
+        record_change(self.session, "seat.remove", f"mesh/{name}")

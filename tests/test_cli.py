@@ -796,3 +796,23 @@ def test_a_demo_whose_principal_was_revoked_says_so_in_one_line(
     )
     assert f"principal {principal}" in line and "--data" in line
     assert not (data / "demo.token").exists()
+
+
+def test_a_quota_changes_only_what_is_given_and_is_shown_by_principal_show(invoke: Any) -> None:
+    """``principal quota NAME`` with no option removed the quota of an operator who meant to
+    look at it, and ``--rate`` alone dropped ``--concurrency``."""
+    invoke("principal", "add", "alice", "--rate", "600/min", "--concurrency", "8")
+    asked = invoke("principal", "quota", "alice", code=1)
+    assert "meshnav principal show alice" in asked.stderr
+    shown = invoke("principal", "show", "alice", "--json")
+    assert (shown["ratePerMinute"], shown["concurrency"]) == (600, 8)
+    assert shown["lastSeen"] is None  # it has called nothing: no event of its own
+    changed = invoke("principal", "quota", "alice", "--rate", "20/min", "--json")
+    assert (changed["ratePerMinute"], changed["concurrency"]) == (20, 8)
+    removed = invoke("principal", "quota", "alice", "--concurrency", "none", "--json")
+    assert (removed["ratePerMinute"], removed["concurrency"]) == (20, None)
+    text = invoke("principal", "show", "alice").stdout
+    for said in ("principal", "alice", "scopes", "expires", "never", "20/min", "last seen"):
+        assert said in text
+    rotated = invoke("principal", "rotate", "alice")
+    assert "shown once" in rotated.stdout

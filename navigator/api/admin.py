@@ -83,7 +83,8 @@ class SeatBody(Body):
 
 
 class ToolMarkBody(Body):
-    confirmation: Literal["auto", "never", "always", "elicit-only"]
+    #: ``always`` is the older name of ``required``, kept for scripts that send it.
+    confirmation: Literal["auto", "never", "required", "always", "elicit-only"]
 
 
 # --- the mesh ----------------------------------------------------------------------------
@@ -218,12 +219,15 @@ async def retire(request: Request) -> dict[str, Any]:
 
 
 async def mark_tool(request: Request) -> dict[str, Any]:
-    """An operator's confirmation mark on one tool: auto, never, always or elicit-only."""
+    """An operator's confirmation mark on one tool: auto (the annotations decide), never,
+    required (``always``, its older name) or elicit-only."""
     require_scope(request, ADMIN_SCOPE)
     machine, role, tool = (request.path_params[k] for k in ("machine", "role", "tool"))
     body = await read_body(request, ToolMarkBody)
-    await services(request).registrar.mark_tool(machine, role, tool, body.confirmation)
-    return {"tool": f"{machine}/{role}/{tool}", "confirmation": body.confirmation}
+    stored = "always" if body.confirmation == "required" else body.confirmation
+    await services(request).registrar.mark_tool(machine, role, tool, stored)
+    shown = "required" if stored == "always" else stored
+    return {"tool": f"{machine}/{role}/{tool}", "confirmation": shown}
 
 
 # --- seats ---------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ ROUTES = [
     ("/retire", "POST", admin.retire, admin.RetireBody),
     ("/seats", "GET", admin.list_seats, None),
     ("/seats/{seat}", "PUT", admin.place_seat, admin.SeatBody),
+    ("/seats/{seat}", "DELETE", admin.remove_seat, None),
     ("/principals", "GET", admin.list_principals, None),
     ("/principals", "POST", admin.add_principal, access.PrincipalBody),
     ("/principals/{name}/rotate", "POST", admin.rotate_principal, access.RotateBody),

@@ -14,11 +14,22 @@ from datetime import datetime, timedelta
 from navigator.limits import LIMITS
 from registry import MachineRecord
 
-__all__ = ["ANSWERING", "MISSED", "NOT_ANSWERING", "RETIRED", "UNRECORDED", "MachineState"]
+__all__ = [
+    "ANSWERING",
+    "MISSED",
+    "NOT_ANSWERING",
+    "NO_ENDPOINT",
+    "RETIRED",
+    "UNRECORDED",
+    "MachineState",
+]
 
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
 RETIRED = "retired"
+#: A tool (or assignment) registered from a tools file (SPEC §13): listed, never callable — there
+#: is no endpoint to forward a call to, whatever its machine's status (ADR 0057).
+NO_ENDPOINT = "no endpoint"
 
 #: Why a machine's heartbeats say what they say (a view's ``heartbeats`` field, ADR 0031): none
 #: came for three intervals, or the registry could not record those that came.

@@ -345,6 +345,16 @@ class Registrar:
         # the seat's previous machine and its new one, both logged
         await self.catalog.catch_up_after_write()
 
+    async def remove_seat(self, seat: str) -> None:
+        """An operator removes a mesh seat; the assignment that held it is retired with it."""
+
+        def write() -> None:
+            with self.registry.transaction() as session:
+                CatalogStore(session).remove_seat(seat)
+
+        await self._changed(write)
+        await self.catalog.catch_up_after_write()
+
 
 def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:
     """Whether ``endpoint`` is served by the node that advertises ``advertise_url``."""

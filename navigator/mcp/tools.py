@@ -52,7 +52,9 @@ _TEXT: dict[str, Any] = {"type": "string"}
 _COUNT: dict[str, Any] = {"type": "integer"}
 _OBJECT: dict[str, Any] = {"type": "object"}
 _HOLDERS = {"holders": {"type": "array"}, "holderCount": _COUNT}  # holders: names
-_SHOWN = {"title": _TEXT, "summary": _TEXT, "status": _TEXT}
+#: ``no endpoint``: a tools file's, never callable (ADR 0057)
+_STATUS = {"enum": ["answering", "not answering", "no endpoint", "retired"]}
+_SHOWN = {"title": _TEXT, "summary": _TEXT, "status": _STATUS}
 _ENTRY = {
     "type": "object",
     "properties": {
@@ -246,7 +248,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                 "properties": {
                     "address": {"anyOf": [_TEXT, {"type": "null"}]},  # null at the top
                     "kind": _TEXT,
-                    "status": _TEXT,
+                    "status": _STATUS,
                     "heartbeats": _TEXT,  # a machine's own listing's, as its entry's
                     "module": _TEXT,
                     "holderCount": _COUNT,
@@ -317,7 +319,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     "outputSchema": _OBJECT,
                     "annotations": _OBJECT,
                     "confirmation": {"enum": ["none", "required", "elicit-only"]},
-                    "status": _TEXT,
+                    "status": _STATUS,
                     "contractDigest": _TEXT,
                 },
                 "required": ["address", "title", "inputSchema", "confirmation", "status"],

@@ -28,6 +28,7 @@ from navigator.errors import ConfirmationRequired
 
 __all__ = [
     "ELICIT_ONLY",
+    "AskingThePerson",
     "NONE",
     "REQUIRED",
     "Confirmations",
@@ -55,6 +56,11 @@ class Question:
 
     title: str
     message: str
+
+
+class AskingThePerson(Exception):  # noqa: N818 - a round of the call, not a failure
+    """The call goes back to the client for a person's answer (the sessionless era's
+    ``input_required``): a round of the call, audited as ``asked``, never an error."""
 
 
 class Elicitor(Protocol):
