@@ -1,6 +1,6 @@
-"""``meshnav register``, ``meshnav retire`` and ``meshnav tool mark``: an operator changing the mesh live through the
-navigator's admin API — an assignment added by its endpoint or a tools file, a machine, an
-assignment or a seat retired (SPEC §6)."""
+"""``meshnav register``, ``meshnav retire`` and ``meshnav tool mark``: an operator changing the
+mesh live through the navigator's admin API — an assignment added by its endpoint or a tools file,
+a machine, an assignment or a seat retired (SPEC §6), a tool's confirmation marked."""
 
 from __future__ import annotations
 

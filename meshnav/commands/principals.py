@@ -10,8 +10,8 @@ import typer
 
 from meshnav.commands.options import ConcurrencyOpt, RateOpt, SeveralValues, per_minute, words
 from meshnav.commands.outcome import console, emit, run
-from meshnav.errors import CommandError
 from meshnav.commands.reach import RegistryReach, takes_registry_options
+from meshnav.errors import CommandError
 
 if TYPE_CHECKING:
     from meshnav.access import Access

@@ -28,9 +28,9 @@ from navigator.errors import ConfirmationRequired
 
 __all__ = [
     "ELICIT_ONLY",
-    "AskingThePerson",
     "NONE",
     "REQUIRED",
+    "AskingThePerson",
     "Confirmations",
     "Elicitor",
     "Question",
@@ -58,7 +58,7 @@ class Question:
     message: str
 
 
-class AskingThePerson(Exception):  # noqa: N818 - a round of the call, not a failure
+class AskingThePerson(Exception):
     """The call goes back to the client for a person's answer (the sessionless era's
     ``input_required``): a round of the call, audited as ``asked``, never an error."""
 
