@@ -251,6 +251,14 @@ async def place_seat(request: Request) -> dict[str, Any]:
     return {"seat": f"{MESH}/{seat}", "machine": body.machine, "role": body.role}
 
 
+async def remove_seat(request: Request) -> dict[str, Any]:
+    """Remove a mesh seat; the assignment that held it is retired with it."""
+    require_scope(request, ADMIN_SCOPE)
+    seat = request.path_params["seat"]
+    await services(request).registrar.remove_seat(seat)
+    return {"removed": f"{MESH}/{seat}"}
+
+
 # --- principals ----------------------------------------------------------------------------
 
 

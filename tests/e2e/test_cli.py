@@ -109,8 +109,44 @@ def test_an_operator_registers_a_tools_file_then_retires_it(
     mesh.grant("cli-admin", "cli-ext/*/*")
     found = as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")
     assert [hit["address"] for hit in found["results"]] == ["cli-ext/billing/lookup_invoice"]
+    # no endpoint to call (SPEC §13, ADR 0057): not a node that is not answering
+    assert found["results"][0]["status"] == "no endpoint"
+    called = meshnav(mesh, admin, "call", "cli-ext/billing/lookup_invoice", "--json", code=1)
+    refused = json.loads(called.stderr)
+    assert refused["error"] == "node_unavailable"
+    assert "tools file" in refused["message"] and "not answering" not in refused["message"]
     as_json(mesh, admin, "retire", "cli-ext")
     assert as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")["results"] == []
+
+
+def test_an_operator_marks_a_tool_and_lists_and_removes_a_seat(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    """``tool mark`` over the raw API route (``required`` the word, ``always`` kept for scripts),
+    and a seat listed and removed: there was no way to remove one."""
+    tool = {"name": "wipe", "inputSchema": {"type": "object"}}
+    register_tools_file(mesh, admin, tmp_path, "cli-mark", "files", [tool])
+    marked = as_json(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "required")
+    assert marked == {"tool": "cli-mark/files/wipe", "confirmation": "required"}
+    said = meshnav(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "auto").stdout
+    assert said == "cli-mark/files/wipe: auto\n"
+    old = httpx.put(
+        f"{mesh.navigator_url}/api/v1/tools/cli-mark/files/wipe/confirmation",
+        json={"confirmation": "always"},
+        headers={"Authorization": f"Bearer {admin}"},
+    )
+    assert old.json()["confirmation"] == "required"
+    meshnav(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "sometimes", code=1)
+    as_json(mesh, admin, "seat", "place", "cli-notes", "cli-mark", "files")
+    assert as_json(mesh, admin, "seat", "list")["cli-notes"] == {
+        "machine": "cli-mark",
+        "role": "files",
+    }
+    assert "mesh/cli-notes" in meshnav(mesh, admin, "seat", "list").stdout
+    assert as_json(mesh, admin, "seat", "remove", "cli-notes") == {"removed": "mesh/cli-notes"}
+    assert "cli-notes" not in as_json(mesh, admin, "seat", "list")
+    meshnav(mesh, admin, "seat", "remove", "cli-notes", code=1)
+    as_json(mesh, admin, "retire", "cli-mark")
 
 
 @pytest.mark.parametrize(
