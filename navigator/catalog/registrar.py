@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -246,7 +247,17 @@ class Registrar:
             result.refused.append({"name": f"mesh/{seat}", "reason": str(SeatNotPlaced())})
         await self.connections.forget(advertise_url.rstrip("/") + "/")
         await self.catalog.catch_up_after_write()
-        logger.info("node %s registered %d tools", machine, len(result.registered))
+        node_seats = tuple(f"{machine}/{s.role}/" for s in assignments if s.kind == "node_seat")
+        kinds = Counter(
+            "mesh seats"
+            if a.startswith("mesh/")
+            else "node seats"
+            if a.startswith(node_seats)
+            else "assignments"
+            for a in result.registered
+        )  # what the tree shows: under the machine, under its mesh seats, under node seats
+        said = ", ".join(f"{kinds[k]} in {k}" for k in ("assignments", "mesh seats", "node seats"))
+        logger.info("node %s registered %d tools: %s", machine, len(result.registered), said)
         return key, result
 
     async def put_assignment(
@@ -301,59 +312,42 @@ class Registrar:
             at = await anyio.to_thread.run_sync(write)
         self.catalog.note_heartbeat(machine, at)
 
-    async def retire(self, machine: str, role: str | None) -> None:
+    async def _operator_write(self, work: Callable[[CatalogStore], object]) -> None:
+        """An operator's change to the catalogue (``work`` on the store, in a transaction of its
+        own), followed until this navigator's view holds it."""
+
         def write() -> None:
             with self.registry.transaction() as session:
-                store = CatalogStore(session)
-                if role is None:
-                    store.retire_machine(machine)
-                else:
-                    store.retire_assignment(machine, role)
+                work(CatalogStore(session))
 
         await self._changed(write)
         await self.catalog.catch_up_after_write()
+
+    async def retire(self, machine: str, role: str | None) -> None:
+        if role is None:
+            await self._operator_write(lambda store: store.retire_machine(machine))
+        else:
+            await self._operator_write(lambda store: store.retire_assignment(machine, role))
 
     async def add_machine(self, name: str, *, advertise_url: str | None) -> None:
         """Add a machine, or bring back a retired one (an operator's act)."""
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).add_machine(name, advertise_url=advertise_url)
-
-        await self._changed(write)
-        await self.catalog.catch_up_after_write()
+        await self._operator_write(
+            lambda store: store.add_machine(name, advertise_url=advertise_url)
+        )
 
     async def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
         """An operator's confirmation mark on one tool."""
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).mark_tool(machine, role, tool, confirmation)
-
-        await self._changed(write)
-        await self.catalog.catch_up_after_write()
+        await self._operator_write(lambda store: store.mark_tool(machine, role, tool, confirmation))
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
-        """An operator places a mesh seat: the one place a node may serve it from (ADR 0032)."""
+        """An operator places a mesh seat: the one place a node may serve it from (ADR 0032);
+        the seat's previous machine and its new one are both logged."""
         check_placement(seat, machine, role)
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).place_seat(seat, machine, role)
-
-        await self._changed(write)
-        # the seat's previous machine and its new one, both logged
-        await self.catalog.catch_up_after_write()
+        await self._operator_write(lambda store: store.place_seat(seat, machine, role))
 
     async def remove_seat(self, seat: str) -> None:
         """An operator removes a mesh seat; the assignment that held it is retired with it."""
-
-        def write() -> None:
-            with self.registry.transaction() as session:
-                CatalogStore(session).remove_seat(seat)
-
-        await self._changed(write)
-        await self.catalog.catch_up_after_write()
+        await self._operator_write(lambda store: store.remove_seat(seat))
 
 
 def is_node_endpoint(endpoint: str | None, advertise_url: str | None) -> bool:
