@@ -183,6 +183,7 @@ class CatalogStore(CatalogReader):
         seat: str | None = None,
         by_node: bool = False,
         action: str = "register",
+        not_listing: str | None = None,
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
         tools, keeps operators' confirmation marks, and restores it when it was retired.
@@ -212,6 +213,7 @@ class CatalogStore(CatalogReader):
         assignment.endpoint = endpoint
         assignment.scopes = sorted(set(scopes))
         assignment.retired_at = None
+        assignment.not_listing = None if not_listing is None else not_listing[:200]
         assignment.updated_at = utcnow()
         marks = {tool.name: tool.confirmation for tool in assignment.tools}
         assignment.tools = []

@@ -61,6 +61,8 @@ class AssignmentPlace:
     seat: str | None
     scopes: tuple[str, ...]
     retired: bool
+    #: Why its node cannot list its tools now, when it cannot (ADR 0057).
+    not_listing: str | None
 
     @property
     def holder(self) -> str:
@@ -99,6 +101,7 @@ def assignment_record(assignment: Assignment, seat: str | None) -> AssignmentRec
         seat=seat,
         scopes=tuple(assignment.scopes),
         retired=assignment.retired_at is not None,
+        not_listing=assignment.not_listing,
         tools=tuple(
             ToolRecord(
                 name=t.name,

@@ -40,6 +40,7 @@ class CatalogRow(NamedTuple):
     definition: str | None
     contract_digest: str | None
     confirmation: str | None
+    not_listing: str | None
 
 
 def read_rows(connection: Connection, machine: str | None = None) -> list[CatalogRow]:
@@ -85,6 +86,7 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
             cast(Tool.definition, Text),
             Tool.contract_digest,
             Tool.confirmation,
+            Assignment.not_listing,
         )
         .select_from(Assignment)
         .join(Machine, Assignment.machine_id == Machine.id)

@@ -132,6 +132,9 @@ class Assignment(Base):
     scopes: Mapped[list[str]] = mapped_column(default=list)
     retired_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Why its node could not list its tools (connection refused, 401, timeout); ``None`` while
+    #: it lists them. Such an assignment is ``not listing``, never retired (ADR 0057).
+    not_listing: Mapped[str | None] = mapped_column(String(200), default=None)
 
     machine: Mapped[Machine] = relationship(back_populates="assignments")
     tools: Mapped[list[Tool]] = relationship(

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
+from weakref import WeakKeyDictionary
 
 import anyio
 import httpx2
@@ -25,7 +26,7 @@ from fastmcp.server.providers.proxy import ProxyClient, ProxyProvider
 
 from mesh.modules.credentials import ClientCredentials, ModuleCredentials
 
-__all__ = ["ClientCredentialsAuth", "build_http_module"]
+__all__ = ["ClientCredentialsAuth", "build_http_module", "upstream_refusal"]
 
 logger = logging.getLogger("meshnav.node")
 
@@ -93,12 +94,48 @@ class ClientCredentialsAuth(httpx2.Auth):
         return token, lifetime
 
 
+#: Each http module's upstream refusal (its last answer's status when 400 or more, else None):
+#: the cause a node gives for a list it could not get, which the MCP client's error does not say.
+_REFUSALS: WeakKeyDictionary[FastMCP, list[int | None]] = WeakKeyDictionary()
+
+
+def upstream_refusal(server: FastMCP) -> int | None:
+    """The status the upstream of the http module ``server`` last refused with, if it did."""
+    return _REFUSALS.get(server, [None])[0]
+
+
+def _noting(refusal: list[int | None]) -> Callable[..., httpx2.AsyncClient]:
+    """The client the MCP SDK would make (its timeouts: 30 s, 300 s to read a stream), noting
+    each answer's refusal in ``refusal``."""
+
+    async def note(response: httpx2.Response) -> None:
+        refusal[0] = response.status_code if response.status_code >= 400 else None
+
+    def make(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **_: object,  # follow_redirects: left as the SDK's own client leaves it
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+            auth=auth,
+            event_hooks={"response": [note]},
+        )
+
+    return make
+
+
 def build_http_module(role: str, url: str, credentials: ModuleCredentials | None) -> FastMCP:
     """The server of assignment ``role``: the MCP server at ``url``, proxied with its
     credentials."""
     credentials = credentials or ModuleCredentials()
     auth = None if credentials.oauth is None else ClientCredentialsAuth(credentials.oauth, url)
-    transport = StreamableHttpTransport(url, headers=dict(credentials.headers), auth=auth)
+    refusal: list[int | None] = [None]
+    transport = StreamableHttpTransport(
+        url, headers=dict(credentials.headers), auth=auth, httpx_client_factory=_noting(refusal)
+    )
     client: ProxyClient[StreamableHttpTransport] = ProxyClient(
         transport,
         name=f"meshnav-http-{role}",
@@ -110,4 +147,5 @@ def build_http_module(role: str, url: str, credentials: ModuleCredentials | None
     server = FastMCP(role, mask_error_details=True)
     server.provider_error_strategy = "raise"  # an upstream that cannot be listed is an error
     server.add_provider(ProxyProvider(client.new))
+    _REFUSALS[server] = refusal
     return server

@@ -24,6 +24,7 @@ from navigator.catalog.machines import (
     ANSWERING,
     NO_ENDPOINT,
     NOT_ANSWERING,
+    NOT_LISTING,
     RETIRED,
     MachineState,
 )
@@ -173,7 +174,8 @@ class Catalog:
     def assignment_status(self, assignment: CatalogAssignment, now: datetime | None = None) -> str:
         if assignment.retired:
             return RETIRED
-        return self._served_status(assignment.machine, assignment.endpoint, now)
+        status = self._served_status(assignment.machine, assignment.endpoint, now)
+        return NOT_LISTING if status == ANSWERING and assignment.not_listing else status
 
     def status(self, tool: CatalogTool) -> str:
         return self._served_status(tool.machine, tool.endpoint, None)
