@@ -7,6 +7,7 @@ as Rich markup: a title of "[/]" is a title, not a closing tag.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -17,7 +18,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 __all__ = [
+    "audit_time",
     "contract_view",
+    "fit",
     "grants_table",
     "mesh_tree",
     "principal_view",
@@ -25,9 +28,47 @@ __all__ = [
     "registration_view",
     "search_table",
     "seats_table",
+    "tab_separated",
 ]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
+
+
+def fit(table: Table) -> Table:
+    """``table`` drawn at any width with every column shown: values wrap (an address folds
+    where it must), and no column is narrower than its header. A column that never wrapped
+    left the others zero-wide at 80 columns."""
+    for column in table.columns:
+        column.no_wrap = False
+        column.overflow = "fold"
+        column.min_width = max(column.min_width or 0, len(str(column.header)))
+    table.show_edge = False  # two columns more for the values
+    return table
+
+
+def tab_separated(table: Table) -> str:
+    """``table`` as a script reads it: a header row, then one row a line, every column, cells
+    separated by tabs (a tab or line break inside a value becomes a space)."""
+    columns = [
+        [str(column.header)] + [_plain(cell) for cell in column.cells] for column in table.columns
+    ]
+    return "".join("\t".join(row) + "\n" for row in zip(*columns, strict=True))
+
+
+def _plain(cell: object) -> str:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def audit_time(at: str) -> str:
+    """An audit event's time as UTC ISO 8601 to the second, its zone written: ``...Z``."""
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return at
+    if moment.tzinfo is None:  # the registry's times are UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(status: str | None) -> Text:
@@ -222,7 +263,7 @@ def audit_table(events: list[dict[str, Any]]) -> Table:
         grant = event["grant"]
         ms = event["durationMs"]
         table.add_row(
-            Text(event["at"][:23].replace("T", " ")),
+            Text(audit_time(event["at"])),
             Text(event["principal"] or "—"),
             Text(event["action"]),
             Text(event["target"]),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from meshnav.commands.outcome import console, emit, errors, run
+from meshnav.commands.outcome import console, emit, errors, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
@@ -49,7 +49,10 @@ def audit_list(
         return
     from meshnav.render import audit_table
 
-    console.print(audit_table(page["events"]))
+    if not page["events"]:
+        console.print("no events", markup=False, highlight=False)
+        return
+    show(audit_table(page["events"]))
 
 
 @app.command("verify")

@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from meshnav.commands.options import ForceOpt, SeveralValues, words
-from meshnav.commands.outcome import console, emit, run
+from meshnav.commands.outcome import console, emit, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
@@ -73,7 +73,7 @@ def grant_list(*, reach: RegistryReach) -> None:
         return
     from meshnav.render import grants_table
 
-    console.print(grants_table(rows))
+    show(grants_table(rows))
 
 
 @app.command("revoke")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from meshnav.commands.options import ConcurrencyOpt, RateOpt, SeveralValues, per_minute, words
-from meshnav.commands.outcome import console, emit, run
+from meshnav.commands.outcome import console, emit, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 from meshnav.errors import CommandError
 
@@ -152,7 +152,7 @@ def principal_list(*, reach: RegistryReach) -> None:
         return
     from meshnav.render import principals_table
 
-    console.print(principals_table(rows))
+    show(principals_table(rows))
 
 
 @app.command("rotate")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from meshnav.commands.outcome import console, emit, run
+from meshnav.commands.outcome import console, emit, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
@@ -35,7 +35,7 @@ def seat_list(*, reach: RegistryReach) -> None:
         return
     from meshnav.render import seats_table
 
-    console.print(seats_table(seats))
+    show(seats_table(seats))
 
 
 @app.command("remove")

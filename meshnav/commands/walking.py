@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from meshnav.commands.outcome import console, emit, errors, run
+from meshnav.commands.outcome import console, emit, errors, run, show
 from meshnav.commands.reach import Reach, takes_navigator_options
 
 __all__ = ["app"]
@@ -65,7 +65,7 @@ def search_command(
         return
     from meshnav.render import search_table
 
-    console.print(search_table(found))
+    show(search_table(found))
 
 
 @app.command("describe")
