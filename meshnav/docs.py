@@ -67,7 +67,8 @@ ANSWERS = {
         "or `unrecorded` (the registry cannot record heartbeats now; the status is the one it "
         "had when it stopped taking them). A `status` is `answering`, `not answering`, "
         "`retired`, or `no endpoint` (a tool registered from a tools file: listed, never "
-        "callable; its call is `node_unavailable`)."
+        "callable; its call is `node_unavailable`). A caller whose grants allow nothing gets "
+        "`note` at the top, saying so and that an operator gives grants."
     ),
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "

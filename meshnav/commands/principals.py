@@ -21,6 +21,19 @@ __all__ = ["app"]
 app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
 
 
+def _days(value: float | None) -> float | None:
+    """``--expires`` as the admin API takes it: refused here in the option's own words."""
+    if value is not None and not 0 < value <= 3650:
+        raise typer.BadParameter("days until the token expires: more than 0, at most 3650")
+    return value
+
+
+ExpiresOpt = Annotated[
+    float | None,
+    typer.Option("--expires", callback=_days, help="Days until the token expires (none: never)."),
+]
+
+
 @app.command("add", cls=SeveralValues)
 @takes_registry_options
 def principal_add(
@@ -31,7 +44,7 @@ def principal_add(
     machine: Annotated[
         str | None, typer.Option(help="Bind a node principal to this machine.")
     ] = None,
-    expires: Annotated[float | None, typer.Option(help="Days until the token expires.")] = None,
+    expires: ExpiresOpt = None,
     rate: RateOpt = None,
     concurrency: ConcurrencyOpt = None,
     *,
@@ -159,7 +172,7 @@ def principal_list(*, reach: RegistryReach) -> None:
 @takes_registry_options
 def principal_rotate(
     name: str,
-    expires: Annotated[float | None, typer.Option(help="Days until the new token expires.")] = None,
+    expires: ExpiresOpt = None,
     *,
     reach: RegistryReach,
 ) -> None:

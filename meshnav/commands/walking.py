@@ -44,6 +44,8 @@ def mesh_command(address: Annotated[str | None, typer.Argument()] = None, *, rea
     from meshnav.render import mesh_tree
 
     console.print(mesh_tree(listing))
+    if listing.get("note"):  # an empty mesh for want of grants
+        console.print(listing["note"], markup=False, highlight=False)
 
 
 @app.command("search")
@@ -97,6 +99,13 @@ def call_command(
     """Call a tool by its address."""
     try:
         parsed = json.loads(args)
+    except json.JSONDecodeError as error:  # where it breaks, never the text itself
+        errors.print(
+            f"meshnav: --args is not valid JSON: {error.msg.lower()} at line {error.lineno}, "
+            f"column {error.colno}",
+            markup=False,
+        )
+        raise typer.Exit(1) from None
     except ValueError:
         errors.print("meshnav: --args is not valid JSON", markup=False)
         raise typer.Exit(1) from None

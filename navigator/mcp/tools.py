@@ -255,6 +255,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     "holderCount": _COUNT,
                     "entries": {"type": "array", "items": _ENTRY},
                     "nextCursor": _TEXT,
+                    "note": _TEXT,  # why the mesh is empty: no grants
                 },
                 "required": ["address", "kind", "entries"],
             },
