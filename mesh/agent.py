@@ -343,6 +343,7 @@ async def serve_node(
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        log_config=None,  # its records go to the process's one handler (meshnav.logs)
         lifespan="on",
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,

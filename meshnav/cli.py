@@ -52,6 +52,14 @@ def _setup(
             "--log-level", envvar="MESHNAV_LOG_LEVEL", help="DEBUG, INFO, WARNING or ERROR."
         ),
     ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option(
+            "--log-format",
+            envvar="MESHNAV_LOG_FORMAT",
+            help="text (one line an event, UTC times) or json (one object a line).",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -60,7 +68,10 @@ def _setup(
     ] = False,
 ) -> None:
     """Find and call the one tool an agent needs across a mesh of machines."""
-    configure_logging(log_level)
+    try:
+        configure_logging(log_level, log_format)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--log-format") from None
 
 
 def main() -> None:

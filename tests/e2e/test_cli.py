@@ -194,7 +194,8 @@ def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str)
     grants = meshnav(mesh, admin, "grant", "list").stdout
     assert "*/*/*" in grants  # the agent's grant
     principals = meshnav(mesh, admin, "principal", "list").stdout  # was JSON without --json
-    assert "principals" in principals and "cli-admin" in principals and "mesh:admin" in principals
+    assert principals.startswith("name\tscopes\t")  # piped: tab-separated rows, header first
+    assert "cli-admin" in principals and "mesh:admin" in principals
     assert not principals.lstrip().startswith("[")
 
 
