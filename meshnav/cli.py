@@ -18,6 +18,7 @@ from meshnav.logs import configure_logging
 __all__ = ["SeveralValues", "app", "main", "spread_values"]
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="meshnav",
     help="Find and call the one tool an agent needs across a mesh of machines.",
     no_args_is_help=True,

@@ -97,3 +97,60 @@ def test_audit_times_carry_their_zone(registry: tuple[Path, str]) -> None:
     folder, database = registry
     lines = _meshnav("audit", "--database", database, cwd=folder).stdout.splitlines()[1:]
     assert lines and all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\t", line) for line in lines)
+
+
+def _commands() -> list[list[str]]:
+    import click
+    import typer.main
+
+    from meshnav.cli import app
+
+    found: list[list[str]] = []
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        found.append(path)
+        if isinstance(command, click.Group):
+            for name, inner in command.commands.items():
+                walk(inner, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_help_at_80_columns_cuts_no_option_or_variable_name() -> None:
+    """``--help`` cut option and variable names at 80 columns (``MESHNAV_CALL_DEADLINE_…``), and
+    --listen, --database, --advertise, --heartbeat, --tls-* said nothing."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from meshnav.cli import app
+
+    runner = CliRunner()
+    root = typer.main.get_command(app)
+    described = {"--listen", "--database", "--advertise", "--heartbeat", "--tls-cert", "--tls-key"}
+    for path in _commands():
+        shown = runner.invoke(app, [*path, "--help"], terminal_width=80, env={"COLUMNS": "80"})
+        assert shown.exit_code == 0, (path, shown.output)
+        assert "…" not in shown.output, (path, shown.output)
+        context = root.make_context("meshnav", [], resilient_parsing=True)
+        command = root
+        for name in path:
+            command = command.get_command(context, name)  # type: ignore[attr-defined]
+        for parameter in command.params:
+            for name in getattr(parameter, "opts", []):
+                if name.startswith("--"):
+                    assert name in shown.output, (path, name)
+            variable = getattr(parameter, "envvar", None)
+            if isinstance(variable, str):
+                assert variable in shown.output, (path, variable)
+            if described & set(getattr(parameter, "opts", [])):
+                assert getattr(parameter, "help", None), (path, parameter.opts)
+
+
+def test_version() -> None:
+    from typer.testing import CliRunner
+
+    from meshnav.cli import app
+
+    shown = CliRunner().invoke(app, ["--version"])
+    assert shown.exit_code == 0 and re.fullmatch(r"meshnav \d+\.\d+\.\d+\S*\n", shown.stdout)

@@ -12,7 +12,7 @@ from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Who called what, decided by which grant (ADR 0039).")
+app = typer.Typer(rich_markup_mode=None, help="Who called what, decided by which grant (ADR 0039).")
 
 
 @app.callback(invoke_without_command=True)

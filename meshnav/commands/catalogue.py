@@ -17,7 +17,7 @@ from meshnav.errors import CommandError
 
 __all__ = ["app", "tool_app"]
 
-app = typer.Typer()  # its commands stand at the root: ``meshnav register``
+app = typer.Typer(rich_markup_mode=None)  # its commands stand at the root: ``meshnav register``
 
 
 def _tools(tools_file: Path) -> list[Any]:
@@ -113,7 +113,9 @@ def retire_command(address: str, *, reach: Reach) -> None:
 MARKS = ("auto", "never", "required", "elicit-only")
 
 
-tool_app = typer.Typer(help="An operator's marks on one tool.", no_args_is_help=True)
+tool_app = typer.Typer(
+    rich_markup_mode=None, help="An operator's marks on one tool.", no_args_is_help=True
+)
 
 
 @tool_app.command("mark")

@@ -15,7 +15,7 @@ from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Who may call what.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Who may call what.", no_args_is_help=True)
 
 ScopesOpt = Annotated[
     list[str], typer.Option("--scopes", help="The row applies only to holders of these.")

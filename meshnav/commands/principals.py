@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Principals and their tokens.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Principals and their tokens.", no_args_is_help=True)
 
 
 def _days(value: float | None) -> float | None:

@@ -11,7 +11,9 @@ from meshnav.commands.reach import RegistryReach, takes_registry_options
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Where each mesh seat is served.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Where each mesh seat is served.", no_args_is_help=True
+)
 
 
 @app.command("place")

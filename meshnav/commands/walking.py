@@ -15,7 +15,7 @@ from meshnav.commands.reach import Reach, takes_navigator_options
 
 __all__ = ["app"]
 
-app = typer.Typer()  # its commands stand at the root: ``meshnav search``
+app = typer.Typer(rich_markup_mode=None)  # its commands stand at the root: ``meshnav search``
 
 
 def _walker(tool: str, arguments: dict[str, Any], reach: Reach) -> Any:
