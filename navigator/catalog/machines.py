@@ -23,6 +23,7 @@ __all__ = [
     "RETIRED",
     "UNRECORDED",
     "MachineState",
+    "collapsed_status",
 ]
 
 ANSWERING = "answering"
@@ -39,6 +40,14 @@ NOT_LISTING = "not listing"
 #: came for three intervals, or the registry could not record those that came.
 MISSED = "missed"
 UNRECORDED = "unrecorded"
+
+
+def collapsed_status(statuses: set[str]) -> str:
+    """One contract on several holders: answering when any answers, ``no endpoint`` when none
+    has one, else not answering."""
+    if ANSWERING in statuses:
+        return ANSWERING
+    return NO_ENDPOINT if statuses == {NO_ENDPOINT} else NOT_ANSWERING
 
 
 @dataclass(slots=True)

@@ -233,14 +233,14 @@ def test_text_from_the_mesh_is_drawn_as_text_not_markup(
     contract = meshnav(mesh, admin, "describe", "cli-markup/stripes/zebrafy").stdout
     assert "Zebrafy [/]" in table and "[bold]" in table  # the summary wraps at 80 columns
     assert "Zebrafy [/]" in contract
-    # a tools file registers no endpoint: nothing answers for it, wherever it is shown
+    # a tools file registers no endpoint, and says so wherever it is shown (ADR 0057)
     view = as_json(mesh, admin, "mesh", "cli-markup")
-    assert {entry["status"] for entry in view["entries"]} == {"not answering"}
+    assert {entry["status"] for entry in view["entries"]} == {"no endpoint"}
     mesh_view = httpx.get(
         f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {admin}"}
     ).json()
     (machine,) = [m for m in mesh_view["machines"] if m["name"] == "cli-markup"]
-    assert [a["status"] for a in machine["assignments"]] == ["not answering"]
+    assert [a["status"] for a in machine["assignments"]] == ["no endpoint"]
     as_json(mesh, admin, "retire", "cli-markup")
 
 
