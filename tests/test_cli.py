@@ -817,3 +817,20 @@ def test_a_quota_changes_only_what_is_given_and_is_shown_by_principal_show(invok
         assert said in text
     rotated = invoke("principal", "rotate", "alice")
     assert "shown once" in rotated.stdout
+
+
+def test_expires_and_args_are_refused_in_their_own_words(invoke: Any) -> None:
+    """``--expires 0`` answered about ``/expiresDays`` and a body never sent; ``--args 'not
+    json'`` did not say where the JSON breaks (and must not echo the text)."""
+    expired = invoke("principal", "add", "alice", "--expires", "0", code=2)
+    assert "--expires" in expired.stderr and "expiresDays" not in expired.stderr
+    broken = CliRunner().invoke(app, ["call", "db1/a/b", "--args", '{"a": secret-ish}'])
+    assert broken.exit_code == 1
+    assert "line 1, column 7" in broken.stderr and "secret-ish" not in broken.stderr
+
+
+def test_rate_limited_says_when_to_try_again() -> None:
+    from meshnav.client import error_line
+
+    body = {"error": "rate_limited", "status": 429, "message": "Slow down.", "retryAfterS": 12}
+    assert error_line(body) == "rate_limited: Slow down. (retry after 12 s)"
