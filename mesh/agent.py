@@ -41,6 +41,7 @@ from mesh.modules import (
     take_libpq_secrets,
 )
 from mesh.modules.credentials import ModuleCredentials, check_credentials
+from mesh.modules.http import upstream_refusal
 from mesh.replies import check_replaced, code, said
 from mesh.server import Assignment, NodeApp
 from mesh.settings import NodeSettings
@@ -94,6 +95,9 @@ class NodeAgent:
         self._pushed: dict[str, str] = {}
         #: Each assignment's last tool list, for when it cannot list them (``_tools``).
         self._listed: dict[str, list[dict[str, Any]]] = {}
+        #: Why an assignment cannot list its tools now, by role: the navigator shows it ``not
+        #: listing`` with the cause (ADR 0057) until a list comes.
+        self._not_listing: dict[str, str] = {}
         token = settings.token.get_secret_value() if settings.token else ""
         verify: ssl.SSLContext | bool | str = settings.navigator_ca or True
         self.http = httpx.AsyncClient(
@@ -112,13 +116,26 @@ class NodeAgent:
         try:
             with anyio.fail_after(self.list_deadline_s):
                 tools = await tools_list(assignment)
-        except Exception:  # whatever a module's server raises: it is not the node's end
-            logger.warning(
-                "assignment %s cannot list its tools; keeping its last list", assignment.role
-            )
-            return self._listed.get(assignment.role)
+        except Exception as error:  # whatever a module's server raises: it is not the node's end
+            cause = listing_cause(error, upstream_refusal(assignment.server))
+            last = self._listed.get(assignment.role)
+            if self._not_listing.get(assignment.role) != cause:  # once a cause, not each interval
+                logger.warning(
+                    "assignment %s cannot list its tools (%s); %s",
+                    assignment.role,
+                    cause,
+                    "keeping its last list" if last is not None else "not listing until it can",
+                )
+            self._not_listing[assignment.role] = cause
+            return last
+        if self._not_listing.pop(assignment.role, None) is not None:
+            logger.info("assignment %s lists its tools again", assignment.role)
         self._listed[assignment.role] = tools
         return tools
+
+    def _state(self, role: str, tools: list[dict[str, Any]]) -> str:
+        """What was pushed for an assignment: its tools and why it is not listing, if it is not."""
+        return digest([tools, self._not_listing.get(role)])
 
     async def _every_list(self) -> list[list[dict[str, Any]] | None]:
         """Every assignment's tools, asked side by side: a module slow to answer (a ``stdio``
@@ -145,13 +162,15 @@ class NodeAgent:
         }
         if assignment.seat:
             body["seat"] = assignment.seat
+        if assignment.role in self._not_listing:
+            body["notListing"] = self._not_listing[assignment.role]
         return body
 
     async def register(self) -> None:
-        listed = [
-            (assignment, tools)
+        listed = [  # one that never listed is registered not listing, with no tools (ADR 0057)
+            (assignment, [] if tools is None else tools)
             for assignment, tools in zip(self.assignments, await self._every_list(), strict=True)
-            if tools is not None
+            if tools is not None or assignment.role in self._not_listing
         ]
         body = {
             "machine": self.settings.name,
@@ -188,7 +207,7 @@ class NodeAgent:
                 "The navigator's answer is not a registration.", transient=True
             ) from None
         for assignment, tools in listed:  # pushed once the navigator took them, not before
-            self._pushed[assignment.role] = digest(tools)
+            self._pushed[assignment.role] = self._state(assignment.role, tools)
         if self.registered_at is None:  # a later registration keeps this process's memory
             self.registered_at = registered_at
         self.key = key
@@ -230,7 +249,11 @@ class NodeAgent:
         take (refused, or not reached) is tried again at the next interval."""
         for assignment in self.assignments:
             tools = await self._tools(assignment)
-            if tools is None or digest(tools) == self._pushed.get(assignment.role):
+            if tools is None and assignment.role not in self._not_listing:
+                continue
+            tools = [] if tools is None else tools
+            state = self._state(assignment.role, tools)
+            if state == self._pushed.get(assignment.role):
                 continue
             body = {
                 "advertise": self.settings.advertise_url,
@@ -244,7 +267,7 @@ class NodeAgent:
             if response.status_code != 200:
                 logger.warning("tool list push refused (%s)", code(response))
             else:
-                self._pushed[assignment.role] = digest(tools)
+                self._pushed[assignment.role] = state
                 logger.info("pushed the changed tool list of %s", assignment.role)
 
     async def run(self) -> None:
@@ -300,6 +323,31 @@ class NodeAgent:
             await self.push_changes()
         except httpx.HTTPError:
             logger.info("tool list push failed: navigator not reachable")
+
+
+def listing_cause(error: BaseException, refused: int | None = None) -> str:
+    """Why a module's server could not list its tools, in a few words an operator acts on:
+    ``connection refused``, ``401`` (``refused``: the status an upstream refused with), ``timeout``;
+    else the kind of error. Never its text, which may carry a URL's secret."""
+    if refused is not None:
+        return str(refused)
+    seen: list[BaseException] = [error]
+    visited: set[int] = set()
+    while seen:
+        found = seen.pop()
+        if id(found) in visited:  # a chain that loops
+            continue
+        visited.add(id(found))
+        if isinstance(found, ConnectionRefusedError | httpx.ConnectError):
+            return "connection refused"
+        if isinstance(found, TimeoutError | httpx.TimeoutException):
+            return "timeout"
+        if isinstance(found, httpx.HTTPStatusError):
+            return str(found.response.status_code)
+        if isinstance(found, BaseExceptionGroup):
+            seen.extend(found.exceptions)
+        seen.extend(e for e in (found.__cause__, found.__context__) if e is not None)
+    return f"failed ({type(error).__name__})"
 
 
 #: The shortest call-token key a node takes: the navigator's are 32 bytes (``NODE_KEY_BYTES``).
@@ -358,6 +406,7 @@ async def serve_node(
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        log_config=None,  # its records go to the process's one handler (meshnav.logs)
         lifespan="on",
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,

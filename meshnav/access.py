@@ -154,6 +154,23 @@ class Access:
         self._in_registry(lambda session: CatalogStore(session).place_seat(seat, machine, role))
         return {"seat": f"{MESH}/{seat}", "machine": machine, "role": role}
 
+    async def list_seats(self) -> dict[str, Any]:
+        """Each mesh seat and where it is placed (``GET /api/v1/seats``)."""
+        if self.navigator_url:
+            return dict(await self._api("GET", "/seats"))
+        placed = self._in_registry(lambda s: CatalogStore(s).seats(), writes=False)
+        return {
+            name: None if where is None else {"machine": where[0], "role": where[1]}
+            for name, where in placed.items()
+        }
+
+    async def remove_seat(self, seat: str) -> dict[str, Any]:
+        """Remove a mesh seat, retiring the assignment that held it (``DELETE /seats/SEAT``)."""
+        if self.navigator_url:
+            return dict(await self._api("DELETE", f"/seats/{quote(seat, safe='')}"))
+        self._in_registry(lambda session: CatalogStore(session).remove_seat(seat))
+        return {"removed": f"{MESH}/{seat}"}
+
     # --- grants ----------------------------------------------------------------------------
 
     async def grant(

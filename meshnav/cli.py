@@ -30,6 +30,7 @@ from meshnav.logs import configure_logging
 __all__ = ["SeveralValues", "app", "main", "spread_values"]
 
 app = typer.Typer(
+    rich_markup_mode=None,
     name="meshnav",
     help="Find and call the one tool an agent needs across a mesh of machines.",
     no_args_is_help=True,
@@ -44,18 +45,47 @@ app.add_typer(node_serving.node_app, name="node")
 app.add_typer(principals.app, name="principal")
 app.add_typer(grants.app, name="grant")
 app.add_typer(seats.app, name="seat")
+app.add_typer(catalogue.tool_app, name="tool")
 app.add_typer(audit.app, name="audit")
 app.add_typer(contracts.app, name="contracts")
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"meshnav {version('meshnav')}\n")
+        raise typer.Exit()
 
 
 @app.callback()
 def _setup(
     log_level: Annotated[
-        str | None, typer.Option("--log-level", envvar="MESHNAV_LOG_LEVEL")
+        str | None,
+        typer.Option(
+            "--log-level", envvar="MESHNAV_LOG_LEVEL", help="DEBUG, INFO, WARNING or ERROR."
+        ),
     ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option(
+            "--log-format",
+            envvar="MESHNAV_LOG_FORMAT",
+            help="text (one line an event, UTC times) or json (one object a line).",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and stop."
+        ),
+    ] = False,
 ) -> None:
     """Find and call the one tool an agent needs across a mesh of machines."""
-    configure_logging(log_level)
+    try:
+        configure_logging(log_level, log_format)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--log-format") from None
 
 
 def main() -> None:

@@ -54,6 +54,8 @@ def error_line(body: dict[str, Any]) -> str:
         line += f" ({', '.join(where)})"
     if "confirm" in body:
         line += f" (confirm token: {body['confirm']})"
+    if isinstance(body.get("retryAfterS"), int | float):  # rate_limited: when to try again
+        line += f" (retry after {body['retryAfterS']} s)"
     return line
 
 

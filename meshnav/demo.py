@@ -286,7 +286,7 @@ async def _run(
 
     settings = NavigatorSettings(database_url=database_url, listen=listen)
     app = build_app(settings, migrate_first=False)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None)
     server = Server(config, settings.connection_limits(), drain=app.stopping.drain)
 
     async def demo() -> None:

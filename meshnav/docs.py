@@ -68,7 +68,10 @@ ANSWERS = {
         "tool the caller may call is listed. A machine's `heartbeats`, where present, says why "
         "its status is what it is: `missed` (not answering: no heartbeat for three intervals) "
         "or `unrecorded` (the registry cannot record heartbeats now; the status is the one it "
-        "had when it stopped taking them)."
+        "had when it stopped taking them). A `status` is `answering`, `not answering`, "
+        "`retired`, or `no endpoint` (a tool registered from a tools file: listed, never "
+        "callable; its call is `node_unavailable`). A caller whose grants allow nothing gets "
+        "`note` at the top, saying so and that an operator gives grants."
     ),
     "search": (
         "`{results: [{address, title, summary, status, contractDigest, inputSchema?}], "
@@ -81,7 +84,8 @@ ANSWERS = {
     ),
     "describe": (
         "`{address, title, description, inputSchema, outputSchema?, annotations?, confirmation, "
-        "status, contractDigest}`; `confirmation` is `none`, `required` or `elicit-only`."
+        "status, contractDigest}`; `confirmation` is `none`, `required` or `elicit-only`; "
+        "`status` as in `seats`."
     ),
     "call": (
         "The owning node's result passed through whole: content blocks, structured content, "

@@ -10,6 +10,7 @@ clear the screen, reverse the text that follows, hide a word).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -22,15 +23,20 @@ from rich.tree import Tree
 from mesh.text import escaped as text_escaped
 
 __all__ = [
+    "audit_time",
     "contract_view",
     "escaped",
+    "fit",
     "grants_table",
     "json_text",
     "mesh_tree",
+    "principal_view",
     "principals_table",
     "registration_view",
     "search_table",
+    "seats_table",
     "shown",
+    "tab_separated",
 ]
 
 STATUS_STYLE = {"answering": "green", "not answering": "red", "retired": "dim"}
@@ -63,6 +69,43 @@ def json_text(value: Any, indent: int | None = None) -> str:
 
 def _json_escape(char: str) -> str:
     return json.dumps(char, ensure_ascii=True)[1:-1]
+
+
+def fit(table: Table) -> Table:
+    """``table`` drawn at any width with every column shown: values wrap (an address folds
+    where it must), and no column is narrower than its header. A column that never wrapped
+    left the others zero-wide at 80 columns."""
+    for column in table.columns:
+        column.no_wrap = False
+        column.overflow = "fold"
+        column.min_width = max(column.min_width or 0, len(str(column.header)))
+    table.show_edge = False  # two columns more for the values
+    return table
+
+
+def tab_separated(table: Table) -> str:
+    """``table`` as a script reads it: a header row, then one row a line, every column, cells
+    separated by tabs (a tab or line break inside a value becomes a space)."""
+    columns = [
+        [str(column.header)] + [_plain(cell) for cell in column.cells] for column in table.columns
+    ]
+    return "".join("\t".join(row) + "\n" for row in zip(*columns, strict=True))
+
+
+def _plain(cell: object) -> str:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def audit_time(at: str) -> str:
+    """An audit event's time as UTC ISO 8601 to the second, its zone written: ``...Z``."""
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return at
+    if moment.tzinfo is None:  # the registry's times are UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(status: str | None) -> Text:
@@ -189,12 +232,46 @@ def principals_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def principal_view(row: dict[str, Any]) -> Table:
+    """One principal as ``principal show`` gives it: what it may do, and when it was last seen."""
+    status = row.get("status") or ("revoked" if row.get("revoked") else "active")
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for field, value in (
+        ("principal", Text(row["name"])),
+        ("scopes", Text(" ".join(row["scopes"]) or "—")),
+        ("machine", Text(row.get("machine") or "—")),
+        ("expires", Text(row.get("expiresAt") or "never")),
+        ("quota", Text(_quota(row) or "no limit")),
+        ("status", Text(status, style=PRINCIPAL_STYLE.get(status, ""))),
+        ("last seen", Text(row.get("lastSeen") or "never")),
+    ):
+        table.add_row(field, value)
+    return table
+
+
 def _quota(row: dict[str, Any]) -> str:
     """A principal's quota as ``principal add`` takes it, e.g. ``600/min, 8 at once``."""
     rate, at_once = row.get("ratePerMinute"), row.get("concurrency")
     said = [f"{rate}/min"] if rate is not None else []
     said += [f"{at_once} at once"] if at_once is not None else []
     return ", ".join(said)
+
+
+def seats_table(seats: dict[str, Any]) -> Table:
+    """The mesh seats as ``seat list`` gives them, each with where it is placed."""
+    table = Table(title="seats")
+    for column in ("seat", "machine", "role"):
+        table.add_column(column)
+    for name, where in seats.items():
+        placed = where or {}
+        table.add_row(
+            Text(f"mesh/{name}"),
+            Text(placed.get("machine") or "—"),
+            Text(placed.get("role") or "—"),
+        )
+    return table
 
 
 def registration_view(answer: dict[str, Any]) -> RenderableType:
@@ -224,7 +301,7 @@ def audit_table(events: list[dict[str, Any]]) -> Table:
         grant = event["grant"]
         ms = event["durationMs"]
         table.add_row(
-            shown(event["at"][:23].replace("T", " ")),
+            shown(audit_time(event["at"])),
             shown(event["principal"] or "—"),
             shown(event["action"]),
             shown(event["target"]),

@@ -109,8 +109,13 @@ async def serve_navigator(
             app = (build or build_app)(settings, migrate_first=False)
         except PermissionError as error:
             raise CommandError(str(error)) from None
-        config = uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level="warning", lifespan="on"
+        config = uvicorn.Config(  # log_config None: its records go to meshnav.logs's handler
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            log_config=None,
+            lifespan="on",
         )
         url = f"http://{join_listen(settings.host, settings.port)}"
 

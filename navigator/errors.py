@@ -48,6 +48,7 @@ import registry
 
 __all__ = [
     "ERROR_META_KEY",
+    "NO_ENDPOINT_MESSAGE",
     "ConfirmationRequired",
     "GrantRowsUnusable",
     "InvalidAddress",
@@ -209,6 +210,14 @@ class NodeUnavailable(NavigatorError):
     code = "node_unavailable"
     status = 503
     default_message = "The node that owns this tool is not answering."
+
+
+#: ``node_unavailable`` for a tool registered from a tools file (SPEC §13, ADR 0057): its node is
+#: not failing, there is no node to call.
+NO_ENDPOINT_MESSAGE = (
+    "This tool was registered from a tools file and has no endpoint, so it cannot be called: "
+    "register its assignment with --url, or serve it from a node."
+)
 
 
 class ToolValidationUnavailable(NavigatorError):

@@ -215,6 +215,7 @@ class CatalogStore(RetiredRows):
         action: str = "register",
         approval: Approval | None = None,
         refused: dict[str, str] | None = None,
+        not_listing: str | None = None,
     ) -> AssignmentRecord:
         """Register an assignment (adding the machine when new); registering again replaces its
         tools, keeps operators' confirmation marks, and restores it when it was retired. Its
@@ -246,6 +247,7 @@ class CatalogStore(RetiredRows):
         assignment.endpoint = endpoint
         assignment.scopes = sorted(set(scopes))
         assignment.retired_at = None
+        assignment.not_listing = None if not_listing is None else not_listing[:200]
         assignment.updated_at = utcnow()
         marks = {tool.name: tool.confirmation for tool in assignment.tools}
         before = {t.name: (t.contract_digest, t.approved_digest) for t in assignment.tools}

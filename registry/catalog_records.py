@@ -69,6 +69,8 @@ class AssignmentPlace:
     seat: str | None
     scopes: tuple[str, ...]
     retired: bool
+    #: Why its node cannot list its tools now, when it cannot (ADR 0057).
+    not_listing: str | None
 
     @property
     def holder(self) -> str:
@@ -109,6 +111,7 @@ def assignment_record(assignment: Assignment, seat: str | None) -> AssignmentRec
         seat=seat,
         scopes=tuple(assignment.scopes),
         retired=assignment.retired_at is not None,
+        not_listing=assignment.not_listing,
         tools=tuple(
             ToolRecord(
                 name=t.name,

@@ -42,6 +42,7 @@ class CatalogRow(NamedTuple):
     confirmation: str | None
     #: "approved", "held" or "rejected" (SPEC §14): only an approved one is served.
     contract_state: str | None
+    not_listing: str | None
 
 
 def read_rows(connection: Connection, machine: str | None = None) -> list[CatalogRow]:
@@ -88,6 +89,7 @@ def _catalog_query(machine: str | None) -> Select[*tuple[Any, ...]]:
             Tool.contract_digest,
             Tool.confirmation,
             Tool.contract_state,
+            Assignment.not_listing,
         )
         .select_from(Assignment)
         .join(Machine, Assignment.machine_id == Machine.id)

@@ -39,7 +39,7 @@ logger = logging.getLogger("meshnav.registry")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: The newest migration's revision (``migrations/versions``); a test holds it to Alembic's head.
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0016"
 #: How long one statement may wait for a lock or a connection before the registry is "unavailable".
 STATEMENT_TIMEOUT_S = 5
 #: TCP keepalives for every PostgreSQL connection (libpq's parameters): a peer gone silent — the

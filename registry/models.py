@@ -146,6 +146,9 @@ class Assignment(Base):
     #: The tools its last registration refused, by name: why (SPEC §14's hidden text, a name
     #: outside the grammar), for operators to see.
     refused: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: Why its node could not list its tools (connection refused, 401, timeout); ``None`` while
+    #: it lists them. Such an assignment is ``not listing``, never retired (ADR 0057).
+    not_listing: Mapped[str | None] = mapped_column(String(200), default=None)
 
     machine: Mapped[Machine] = relationship(back_populates="assignments")
     tools: Mapped[list[Tool]] = relationship(

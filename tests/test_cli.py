@@ -121,7 +121,8 @@ def test_principal_list_is_a_table_and_json_with_json(invoke: Any) -> None:
     invoke("principal", "add", "node-db1", "--scopes", "mesh:node", "--machine", "db1")
     invoke("principal", "revoke", "node-db1")
     table = invoke("principal", "list").stdout
-    assert "principals" in table and "scopes" in table and "status" in table
+    # piped (as here), a table is tab-separated rows, its header first
+    assert table.splitlines()[0].split("\t") == ["name", "scopes", "machine", "expires", "status"]
     assert "alice" in table and "mesh:admin" in table and "revoked" in table
     with pytest.raises(ValueError):
         json.loads(table)
@@ -796,3 +797,40 @@ def test_a_demo_whose_principal_was_revoked_says_so_in_one_line(
     )
     assert f"principal {principal}" in line and "--data" in line
     assert not (data / "demo.token").exists()
+
+
+def test_a_quota_changes_only_what_is_given_and_is_shown_by_principal_show(invoke: Any) -> None:
+    """``principal quota NAME`` with no option removed the quota of an operator who meant to
+    look at it, and ``--rate`` alone dropped ``--concurrency``."""
+    invoke("principal", "add", "alice", "--rate", "600/min", "--concurrency", "8")
+    asked = invoke("principal", "quota", "alice", code=1)
+    assert "meshnav principal show alice" in asked.stderr
+    shown = invoke("principal", "show", "alice", "--json")
+    assert (shown["ratePerMinute"], shown["concurrency"]) == (600, 8)
+    assert shown["lastSeen"] is None  # it has called nothing: no event of its own
+    changed = invoke("principal", "quota", "alice", "--rate", "20/min", "--json")
+    assert (changed["ratePerMinute"], changed["concurrency"]) == (20, 8)
+    removed = invoke("principal", "quota", "alice", "--concurrency", "none", "--json")
+    assert (removed["ratePerMinute"], removed["concurrency"]) == (20, None)
+    text = invoke("principal", "show", "alice").stdout
+    for said in ("principal", "alice", "scopes", "expires", "never", "20/min", "last seen"):
+        assert said in text
+    rotated = invoke("principal", "rotate", "alice")
+    assert "shown once" in rotated.stdout
+
+
+def test_expires_and_args_are_refused_in_their_own_words(invoke: Any) -> None:
+    """``--expires 0`` answered about ``/expiresDays`` and a body never sent; ``--args 'not
+    json'`` did not say where the JSON breaks (and must not echo the text)."""
+    expired = invoke("principal", "add", "alice", "--expires", "0", code=2)
+    assert "--expires" in expired.stderr and "expiresDays" not in expired.stderr
+    broken = CliRunner().invoke(app, ["call", "db1/a/b", "--args", '{"a": secret-ish}'])
+    assert broken.exit_code == 1
+    assert "line 1, column 7" in broken.stderr and "secret-ish" not in broken.stderr
+
+
+def test_rate_limited_says_when_to_try_again() -> None:
+    from meshnav.client import error_line
+
+    body = {"error": "rate_limited", "status": 429, "message": "Slow down.", "retryAfterS": 12}
+    assert error_line(body) == "rate_limited: Slow down. (retry after 12 s)"

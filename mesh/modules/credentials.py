@@ -19,6 +19,7 @@ file, never a value.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -113,6 +114,15 @@ class _Reader:
             raise ModuleSpecError(f"module {role}: {path} is not UTF-8 text") from None
 
 
+#: Header names that carry a credential: one written out on the command line is warned of.
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|pass", re.IGNORECASE)
+_HEADER_ON_ARGV = (
+    "module %s: header %s is written on the node's command line, which every user of this "
+    "machine can read (ps): give it as ${VARIABLE} from the node's environment or @FILE instead"
+)
+logger = logging.getLogger("meshnav.node")
+
+
 def _split(option: str, text: str) -> tuple[str, str]:
     role, colon, rest = text.partition(":")
     if not colon or not role or not rest:
@@ -144,6 +154,8 @@ def read_credentials(
         value, source = reader.value(role, template.strip())
         if any(c in value for c in "\r\n\0"):
             raise ModuleSpecError(f"module {role}: header {name}'s value holds a line break")
+        if source == "the command line" and _SECRET_HEADER.search(name):
+            logger.warning(_HEADER_ON_ARGV, role, name)
         entry = building.setdefault(role, _Building())
         entry.headers[name] = value
         entry.sources.append(f"header {name} from {source}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator
+from weakref import WeakKeyDictionary
 
 import anyio
 import httpx2
@@ -29,7 +30,7 @@ from mesh.modules.credentials import ClientCredentials, ModuleCredentials
 from mesh.modules.spec import UpstreamLimits
 from mesh.modules.upstream import UpstreamCalls, UpstreamClient, bounded_http_client
 
-__all__ = ["ClientCredentialsAuth", "build_http_module"]
+__all__ = ["ClientCredentialsAuth", "build_http_module", "upstream_refusal"]
 
 logger = logging.getLogger("meshnav.node")
 
@@ -97,6 +98,16 @@ class ClientCredentialsAuth(httpx2.Auth):
         return token, lifetime
 
 
+#: Each http module's upstream refusal (its last answer's status when 400 or more, else None):
+#: the cause a node gives for a list it could not get, which the MCP client's error does not say.
+_REFUSALS: WeakKeyDictionary[FastMCP, list[int | None]] = WeakKeyDictionary()
+
+
+def upstream_refusal(server: FastMCP) -> int | None:
+    """The status the upstream of the http module ``server`` last refused with, if it did."""
+    return _REFUSALS.get(server, [None])[0]
+
+
 def build_http_module(
     role: str,
     url: str,
@@ -108,11 +119,12 @@ def build_http_module(
     credentials = credentials or ModuleCredentials()
     upstream = upstream or UpstreamLimits()
     auth = None if credentials.oauth is None else ClientCredentialsAuth(credentials.oauth, url)
+    refusal: list[int | None] = [None]
     transport = StreamableHttpTransport(
         url,
         headers=dict(credentials.headers),
         auth=auth,
-        httpx_client_factory=bounded_http_client(upstream.answer_bytes),  # type: ignore[arg-type]  # the SDK's keywords
+        httpx_client_factory=bounded_http_client(upstream.answer_bytes, refusal),  # type: ignore[arg-type]  # the SDK's keywords
         max_sse_event_size=upstream.answer_bytes,
     )
     client = UpstreamClient(
@@ -127,4 +139,5 @@ def build_http_module(
     server.provider_error_strategy = "raise"  # an upstream that cannot be listed is an error
     server.add_provider(ProxyProvider(client.new))
     server.add_middleware(UpstreamCalls(role, upstream))
+    _REFUSALS[server] = refusal
     return server

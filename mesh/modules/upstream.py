@@ -94,11 +94,17 @@ class _BoundedStream(httpx2.AsyncByteStream):
         await self._stream.aclose()
 
 
-def bounded_http_client(limit: int) -> Callable[..., httpx2.AsyncClient]:
+def bounded_http_client(
+    limit: int, refusal: list[int | None] | None = None
+) -> Callable[..., httpx2.AsyncClient]:
     """A factory of the clients an ``http`` module reaches its upstream with (the keywords
-    FastMCP's transport passes), each body they receive read to at most ``limit`` bytes."""
+    FastMCP's transport passes), each body they receive read to at most ``limit`` bytes; each
+    answer's refusal (its status when 400 or more, else None) noted in ``refusal``, when given:
+    the cause a node gives for a list it could not get, which the MCP client's error drops."""
 
     async def bound(response: httpx2.Response) -> None:
+        if refusal is not None:
+            refusal[0] = response.status_code if response.status_code >= 400 else None
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         streamed = kind == "text/event-stream" and response.status_code == 200
         declared = response.headers.get("content-length", "").strip()

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from meshnav.commands.outcome import console, emit, errors, run
+from meshnav.commands.outcome import console, emit, errors, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 from meshnav.render import escaped
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Who called what, decided by which grant (ADR 0039).")
+app = typer.Typer(rich_markup_mode=None, help="Who called what, decided by which grant (ADR 0039).")
 
 
 @app.callback(invoke_without_command=True)
@@ -50,7 +50,10 @@ def audit_list(
         return
     from meshnav.render import audit_table
 
-    console.print(audit_table(page["events"]))
+    if not page["events"]:
+        console.print("no events", markup=False, highlight=False)
+        return
+    show(audit_table(page["events"]))
 
 
 @app.command("verify")

@@ -1,6 +1,6 @@
-"""``meshnav register`` and ``meshnav retire``: an operator changing the mesh live through the
-navigator's admin API — an assignment added by its endpoint or a tools file, a machine, an
-assignment or a seat retired (SPEC §6)."""
+"""``meshnav register``, ``meshnav retire`` and ``meshnav tool mark``: an operator changing the
+mesh live through the navigator's admin API — an assignment added by its endpoint or a tools file,
+a machine, an assignment or a seat retired (SPEC §6), a tool's confirmation marked."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from meshnav.commands.reach import Reach, takes_navigator_options
 from meshnav.errors import CommandError
 from meshnav.render import escaped
 
-__all__ = ["app"]
+__all__ = ["app", "tool_app"]
 
-app = typer.Typer()  # its commands stand at the root: ``meshnav register``
+app = typer.Typer(rich_markup_mode=None)  # its commands stand at the root: ``meshnav register``
 
 
 def _tools(tools_file: Path) -> list[Any]:
@@ -108,3 +108,44 @@ def retire_command(address: str, *, reach: Reach) -> None:
         emit(body, True)
     else:
         console.print(escaped(f"retired {address}"), markup=False, highlight=False)
+
+
+#: An operator's confirmation marks (``auto`` clears the mark: the annotations decide).
+MARKS = ("auto", "never", "required", "elicit-only")
+
+
+tool_app = typer.Typer(
+    rich_markup_mode=None, help="An operator's marks on one tool.", no_args_is_help=True
+)
+
+
+@tool_app.command("mark")
+@takes_navigator_options
+def mark_command(
+    address: Annotated[str, typer.Argument(help="A tool's address: MACHINE/ROLE/TOOL.")],
+    mark: Annotated[str, typer.Argument(help="auto, never, required or elicit-only.")],
+    *,
+    reach: Reach,
+) -> None:
+    """Mark whether a tool's calls need a person's yes: required, never, elicit-only (only a
+    person's answer, never a confirm token), or auto (its annotations decide)."""
+    from urllib.parse import quote
+
+    from meshnav.client import admin_request
+
+    async def work() -> Any:
+        if mark not in MARKS:
+            raise CommandError(f"the mark is one of {', '.join(MARKS)}")
+        parts = address.split("/")
+        if len(parts) != 3 or not all(parts):
+            raise CommandError("a tool's address is MACHINE/ROLE/TOOL, e.g. db1/postgres/query")
+        path = "/tools/" + "/".join(quote(part, safe="") for part in parts) + "/confirmation"
+        return await admin_request(
+            reach.url, reach.credential(), "PUT", path, {"confirmation": mark}
+        )
+
+    body = run(work(), reach.as_json)
+    if reach.as_json:
+        emit(body, True)
+    else:
+        console.print(escaped(f"{address}: {body['confirmation']}"), markup=False, highlight=False)

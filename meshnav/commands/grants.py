@@ -9,13 +9,13 @@ from typing import Annotated
 import typer
 
 from meshnav.commands.options import ForceOpt, SeveralValues, words
-from meshnav.commands.outcome import console, emit, run
+from meshnav.commands.outcome import console, emit, run, show
 from meshnav.commands.reach import RegistryReach, takes_registry_options
 from meshnav.render import escaped, shown
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Who may call what.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Who may call what.", no_args_is_help=True)
 
 ScopesOpt = Annotated[
     list[str], typer.Option("--scopes", help="The row applies only to holders of these.")
@@ -75,7 +75,7 @@ def grant_list(*, reach: RegistryReach) -> None:
         return
     from meshnav.render import grants_table
 
-    console.print(grants_table(rows))
+    show(grants_table(rows))
 
 
 @app.command("revoke")

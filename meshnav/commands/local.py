@@ -14,7 +14,7 @@ from meshnav.commands.outcome import console, emit, errors, run
 
 __all__ = ["app"]
 
-app = typer.Typer()  # its commands stand at the root: ``meshnav migrate``
+app = typer.Typer(rich_markup_mode=None)  # its commands stand at the root: ``meshnav migrate``
 
 
 @app.command("migrate")

@@ -16,7 +16,9 @@ from meshnav.errors import CommandError
 
 __all__ = ["node_app"]
 
-node_app = typer.Typer(help="The node agent that runs on every machine.", no_args_is_help=True)
+node_app = typer.Typer(
+    rich_markup_mode=None, help="The node agent that runs on every machine.", no_args_is_help=True
+)
 
 #: The variable a node's token is read from.
 TOKEN_VARIABLE = "MESHNAV_TOKEN"  # noqa: S105  # a variable's name
@@ -72,14 +74,28 @@ def node_serve(
     ] = [],  # noqa: B006
     seat: Annotated[list[str], typer.Option("--seat", help="SEAT=SPEC: serve a mesh seat.")] = [],  # noqa: B006
     navigator: NavigatorOpt = None,
-    listen: Annotated[str, typer.Option(envvar="MESHNAV_NODE_LISTEN")] = "127.0.0.1:7801",
-    advertise: Annotated[str | None, typer.Option(envvar="MESHNAV_ADVERTISE")] = None,
+    listen: Annotated[
+        str, typer.Option(envvar="MESHNAV_NODE_LISTEN", help="HOST:PORT the node serves on.")
+    ] = "127.0.0.1:7801",
+    advertise: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MESHNAV_ADVERTISE", help="The URL the navigator reaches this node at."
+        ),
+    ] = None,
     token: TokenOpt = None,
     heartbeat: Annotated[
-        float | None, typer.Option("--heartbeat", envvar="MESHNAV_HEARTBEAT_S")
+        float | None,
+        typer.Option(
+            "--heartbeat", envvar="MESHNAV_HEARTBEAT_S", help="Seconds between heartbeats."
+        ),
     ] = None,
-    tls_cert: Annotated[str | None, typer.Option("--tls-cert")] = None,
-    tls_key: Annotated[str | None, typer.Option("--tls-key")] = None,
+    tls_cert: Annotated[
+        str | None, typer.Option("--tls-cert", help="A PEM certificate: serve HTTPS.")
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option("--tls-key", help="The PEM key of --tls-cert.")
+    ] = None,
     allow_privileged_role: Annotated[
         bool,
         typer.Option(

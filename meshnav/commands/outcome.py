@@ -14,7 +14,7 @@ from rich.console import Console
 from meshnav.errors import CommandError
 from meshnav.render import escaped, json_text
 
-__all__ = ["console", "emit", "errors", "need", "run"]
+__all__ = ["console", "emit", "errors", "need", "run", "show"]
 
 T = TypeVar("T")
 
@@ -51,3 +51,18 @@ def need(value: str | None, what: str) -> str:
     if not value:
         raise CommandError(f"{what} is missing")
     return value
+
+
+def show(view: Any) -> None:
+    """A view on standard output: on a terminal, a table fitted to its width (every column,
+    values wrapped); piped, a table is tab-separated rows with every column, for scripts."""
+    from rich.table import Table
+
+    from meshnav.render import fit, tab_separated
+
+    if isinstance(view, Table):
+        if not console.is_terminal:
+            sys.stdout.write(tab_separated(view))
+            return
+        fit(view)
+    console.print(view)

@@ -13,7 +13,9 @@ from meshnav.commands.outcome import errors, run
 __all__ = ["navigator_app"]
 
 navigator_app = typer.Typer(
-    help="The navigator: the MCP server agents talk to.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="The navigator: the MCP server agents talk to.",
+    no_args_is_help=True,
 )
 
 
@@ -28,9 +30,17 @@ class ContractApproval(enum.StrEnum):
 @navigator_app.command("serve")
 def navigator_serve(
     ctx: typer.Context,
-    listen: Annotated[str | None, typer.Option(envvar="MESHNAV_LISTEN")] = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(envvar="MESHNAV_LISTEN", help="HOST:PORT to serve on (127.0.0.1:7700)."),
+    ] = None,
     database: Annotated[
-        str | None, typer.Option("--database", envvar="MESHNAV_DATABASE_URL")
+        str | None,
+        typer.Option(
+            "--database",
+            envvar="MESHNAV_DATABASE_URL",
+            help="The registry: sqlite:/// or postgresql://.",
+        ),
     ] = None,
     stdio: Annotated[bool, typer.Option("--stdio", help="Serve MCP on stdin/stdout.")] = False,
     token: Annotated[

@@ -10,13 +10,13 @@ from typing import Annotated, Any
 
 import typer
 
-from meshnav.commands.outcome import console, emit, errors, run
+from meshnav.commands.outcome import console, emit, errors, run, show
 from meshnav.commands.reach import Reach, takes_navigator_options
 from meshnav.render import escaped
 
 __all__ = ["app"]
 
-app = typer.Typer()  # its commands stand at the root: ``meshnav search``
+app = typer.Typer(rich_markup_mode=None)  # its commands stand at the root: ``meshnav search``
 
 
 def _walker(tool: str, arguments: dict[str, Any], reach: Reach) -> Any:
@@ -45,6 +45,8 @@ def mesh_command(address: Annotated[str | None, typer.Argument()] = None, *, rea
     from meshnav.render import mesh_tree
 
     console.print(mesh_tree(listing))
+    if listing.get("note"):  # an empty mesh for want of grants
+        console.print(listing["note"], markup=False, highlight=False)
 
 
 @app.command("search")
@@ -66,7 +68,7 @@ def search_command(
         return
     from meshnav.render import search_table
 
-    console.print(search_table(found))
+    show(search_table(found))
 
 
 @app.command("describe")
@@ -98,6 +100,13 @@ def call_command(
     """Call a tool by its address."""
     try:
         parsed = json.loads(args)
+    except json.JSONDecodeError as error:  # where it breaks, never the text itself
+        errors.print(
+            f"meshnav: --args is not valid JSON: {error.msg.lower()} at line {error.lineno}, "
+            f"column {error.colno}",
+            markup=False,
+        )
+        raise typer.Exit(1) from None
     except ValueError:
         errors.print("meshnav: --args is not valid JSON", markup=False)
         raise typer.Exit(1) from None

@@ -125,6 +125,12 @@ class Permissions:
         for bucket in self._buckets.values():
             bucket.named = frozenset(bucket.holders)
 
+    @property
+    def allows_any(self) -> bool:
+        """Whether any grant row allows the caller anything (one that allows nothing sees an
+        empty mesh: the walk says why)."""
+        return self._any_allow
+
     @functools.cached_property
     def rows_fingerprint(self) -> str:
         """Binds cursors to the rows observed (SPEC §3 Cursors): ids and row revisions. Computed

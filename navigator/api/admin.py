@@ -73,6 +73,7 @@ class SeatBody(Body):
 
 
 class ToolMarkBody(Body):
+    #: ``always`` is the older name of ``required``, kept for scripts that send it.
     confirmation: Literal["auto", "never", "required", "always", "elicit-only"]
 
 

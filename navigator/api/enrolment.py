@@ -37,6 +37,10 @@ class AssignmentBody(Body):
     seat: str | None = Field(default=None, max_length=63)
     scopes: list[Scope] = Field(default_factory=list, max_length=64)
     tools: list[dict[str, Any]] = Field(max_length=4096)
+    #: Why the node cannot list the tools (they are its last list, or none): ADR 0057.
+    not_listing: str | None = Field(
+        default=None, alias="notListing", max_length=200, pattern=r"^[ -~]*$"
+    )
 
 
 class NodeRegistration(Body):
@@ -63,6 +67,7 @@ def _spec(body: AssignmentBody, advertise: str) -> AssignmentSpec:
         endpoint=f"{advertise.rstrip('/')}/mcp/{body.role}",
         seat=body.seat,
         scopes=body.scopes,
+        not_listing=body.not_listing,
     )
 
 

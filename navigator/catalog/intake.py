@@ -53,6 +53,8 @@ class AssignmentSpec:
     endpoint: str | None = None
     seat: str | None = None
     scopes: Sequence[str] = ()
+    #: Why the node could not list the tools (they are its last list, or none): ADR 0057.
+    not_listing: str | None = None
 
 
 @dataclass(slots=True)

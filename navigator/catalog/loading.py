@@ -122,6 +122,7 @@ def _assignments(
                 seat=first.seat,
                 scopes=tuple(first.scopes),
                 retired=bool(first.retired),
+                not_listing=first.not_listing,
                 tools=tuple([str(row.tool) for row in tools]),
             ),
             tools,

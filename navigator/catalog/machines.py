@@ -15,16 +15,40 @@ from datetime import datetime, timedelta
 from navigator.limits import LIMITS
 from registry import MachineRecord
 
-__all__ = ["ANSWERING", "MISSED", "NOT_ANSWERING", "RETIRED", "UNRECORDED", "MachineState"]
+__all__ = [
+    "ANSWERING",
+    "MISSED",
+    "NOT_ANSWERING",
+    "NOT_LISTING",
+    "NO_ENDPOINT",
+    "RETIRED",
+    "UNRECORDED",
+    "MachineState",
+    "collapsed_status",
+]
 
 ANSWERING = "answering"
 NOT_ANSWERING = "not answering"
 RETIRED = "retired"
+#: A tool (or assignment) registered from a tools file (SPEC §13): listed, never callable — there
+#: is no endpoint to forward a call to, whatever its machine's status (ADR 0057).
+NO_ENDPOINT = "no endpoint"
+#: An assignment whose node could not list its tools (its upstream down at the node's start, a
+#: 401, a timeout): kept, with the cause, until a list comes (ADR 0057). Retired is an operator's.
+NOT_LISTING = "not listing"
 
 #: Why a machine's heartbeats say what they say (a view's ``heartbeats`` field, ADR 0031): none
 #: came for three intervals, or the registry could not record those that came.
 MISSED = "missed"
 UNRECORDED = "unrecorded"
+
+
+def collapsed_status(statuses: set[str]) -> str:
+    """One contract on several holders: answering when any answers, ``no endpoint`` when none
+    has one, else not answering."""
+    if ANSWERING in statuses:
+        return ANSWERING
+    return NO_ENDPOINT if statuses == {NO_ENDPOINT} else NOT_ANSWERING
 
 
 @dataclass(slots=True)

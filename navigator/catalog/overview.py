@@ -94,4 +94,5 @@ def _assignment(catalog: Catalog, assignment: CatalogAssignment, now: datetime) 
         "status": catalog.assignment_status(assignment, now),
         "endpoint": assignment.endpoint,
         "tools": len(assignment.tools),
+        **({"notListing": assignment.not_listing} if assignment.not_listing else {}),
     }

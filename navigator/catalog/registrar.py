@@ -11,6 +11,7 @@ here, one at a time, before they take a connection (``Registrar._changed``).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -174,7 +175,17 @@ class Registrar:
             result.refused.append({"name": f"mesh/{seat}", "reason": str(SeatNotPlaced())})
         await self.connections.forget(advertise_url.rstrip("/") + "/")
         await self.catalog.catch_up_after_write()
-        logger.info("node %s registered %d tools", machine, len(result.registered))
+        node_seats = tuple(f"{machine}/{s.role}/" for s in assignments if s.kind == "node_seat")
+        kinds = Counter(
+            "mesh seats"
+            if a.startswith("mesh/")
+            else "node seats"
+            if a.startswith(node_seats)
+            else "assignments"
+            for a in result.registered
+        )  # what the tree shows: under the machine, under its mesh seats, under node seats
+        said = ", ".join(f"{kinds[k]} in {k}" for k in ("assignments", "mesh seats", "node seats"))
+        logger.info("node %s registered %d tools: %s", machine, len(result.registered), said)
         return key, result
 
     async def put_assignment(
@@ -252,16 +263,11 @@ class Registrar:
         self.catalog.note_heartbeat(machine, at)
 
     async def retire(self, machine: str, role: str | None) -> None:
-        def write() -> None:
-            with self.registry.transaction() as session:
-                store = CatalogStore(session)
-                if role is None:
-                    store.retire_machine(machine)
-                else:
-                    store.retire_assignment(machine, role)
-
-        await self._changed(write)
-        await self.catalog.catch_up_after_write()
+        """An operator retires a machine (``role`` None) or one of its assignments."""
+        if role is None:
+            await self._store_write(lambda store: store.retire_machine(machine))
+        else:
+            await self._store_write(lambda store: store.retire_assignment(machine, role))
 
     async def _store_write(self, change: Callable[[CatalogStore], object]) -> None:
         """One operator's change to the catalogue, written, and this navigator's view caught up."""
@@ -282,7 +288,8 @@ class Registrar:
         await self._store_write(lambda store: store.mark_tool(machine, role, tool, confirmation))
 
     async def place_seat(self, seat: str, machine: str, role: str) -> None:
-        """An operator places a mesh seat: the one place a node may serve it from (ADR 0032)."""
+        """An operator places a mesh seat: the one place a node may serve it from (ADR 0032);
+        the seat's previous machine and its new one are both logged."""
         check_placement(seat, machine, role)
         # the seat's previous machine and its new one, both logged
         await self._store_write(lambda store: store.place_seat(seat, machine, role))
@@ -336,6 +343,7 @@ def _write(
         action=action,
         approval=approval,
         refused=refused,
+        not_listing=spec.not_listing,
     )
 
 

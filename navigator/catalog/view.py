@@ -20,7 +20,14 @@ from navigator.addresses import MESH, WILDCARD, Address
 from navigator.catalog.contracts import SharedContracts
 from navigator.catalog.live_views import CatalogEvent, LiveViews
 from navigator.catalog.loading import CATCH_UP_PAGE, place_machine, read_machine, read_whole
-from navigator.catalog.machines import ANSWERING, NOT_ANSWERING, RETIRED, MachineState
+from navigator.catalog.machines import (
+    ANSWERING,
+    NO_ENDPOINT,
+    NOT_ANSWERING,
+    NOT_LISTING,
+    RETIRED,
+    MachineState,
+)
 from navigator.catalog.records import CatalogAssignment, CatalogTool, contracts_fingerprint
 from navigator.catalog.registry_reads import Progress, long_read, off_loop_read, short_read
 from navigator.catalog.registry_writes import RegistryWrites
@@ -181,14 +188,15 @@ class Catalog:
         return fields
 
     def _served_status(self, machine: str, endpoint: str | None, now: datetime | None) -> str:
-        """Its machine's status; not answering without an endpoint to call."""
+        """Its machine's status; ``no endpoint`` when there is none to call (a tools file's)."""
         status = self.machine_status(machine, now)
-        return NOT_ANSWERING if status == ANSWERING and endpoint is None else status
+        return NO_ENDPOINT if status == ANSWERING and endpoint is None else status
 
     def assignment_status(self, assignment: CatalogAssignment, now: datetime | None = None) -> str:
         if assignment.retired:
             return RETIRED
-        return self._served_status(assignment.machine, assignment.endpoint, now)
+        status = self._served_status(assignment.machine, assignment.endpoint, now)
+        return NOT_LISTING if status == ANSWERING and assignment.not_listing else status
 
     def status(self, tool: CatalogTool) -> str:
         return self._served_status(tool.machine, tool.endpoint, None)

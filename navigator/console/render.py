@@ -88,9 +88,19 @@ def mesh_page(view: MeshView) -> Page:
     parts = [Markup("<h1>The mesh</h1>")]
     if view.tools:
         # the machines the tools are on: a retired one holds none, nor one of no tool of yours
-        holding = sum(1 for m in view.machines if m.tools and m.status != RETIRED)
+        holders = {m.name for m in view.machines if m.tools and m.status != RETIRED}
+        holding = len(holders | {s.machine for s in view.seats if s.machine and s.tools})
+        shown = len(view.machines)  # the cards below: the sentence counts the same machines
         parts.append(
-            Markup('<p class="lede">{} {} you may call, on {} {}.</p>').format(
+            Markup('<p class="lede">{} {} you may call, on {} of the {} {} below.</p>').format(
+                view.tools,
+                "tool" if view.tools == 1 else "tools",
+                holding,
+                shown,
+                "machine" if shown == 1 else "machines",
+            )
+            if holding != shown
+            else Markup('<p class="lede">{} {} you may call, on {} {}.</p>').format(
                 view.tools,
                 "tool" if view.tools == 1 else "tools",
                 holding,

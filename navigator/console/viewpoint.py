@@ -14,7 +14,7 @@ from typing import Any
 
 from navigator.access.grants import Caller
 from navigator.access.tokens import ADMIN_SCOPE
-from navigator.addresses import MESH, is_machine_name, parse_address
+from navigator.addresses import MESH, WILDCARD, is_machine_name, parse_address
 from navigator.catalog.machines import RETIRED
 from navigator.catalog.overview import assignment_views, machine_view, mesh_view
 from navigator.catalog.view import Catalog
@@ -256,11 +256,14 @@ class Viewpoint:
     async def assignment(
         self, holder: str, role: str, *, page: int, tool: str | None
     ) -> AssignmentView:
-        parsed = parse_address(f"{holder}/{role}")
-        address = str(parsed)
+        if holder == WILDCARD:  # a node seat, ``*/ROLE``: its tools as the walk lists them
+            address, parsed = f"{WILDCARD}/{role}", None
+        else:
+            parsed = parse_address(f"{holder}/{role}")
+            address = str(parsed)
         listing = await self._listing(address)
         entries = [] if listing is None else list(listing["entries"])
-        if self.operator:
+        if self.operator and parsed is not None:
             known = assignment_views(self.catalog, parsed)
             if not known:
                 raise UnknownPage(NO_ASSIGNMENT)

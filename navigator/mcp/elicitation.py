@@ -25,7 +25,7 @@ from mesh import signing
 from mesh.signing import SeenNonces
 from navigator.limits import LIMITS
 from navigator.nodes import sdk
-from navigator.walker.confirmation import Elicitor, Question
+from navigator.walker.confirmation import AskingThePerson, Elicitor, Question
 
 __all__ = ["InputNeeded", "elicitor_for"]
 
@@ -52,7 +52,7 @@ def _allow_form(question: Question) -> type[BaseModel]:
     return create_model("Confirm", __config__=config, allow=(StrictBool, Field(title=_ALLOW_TITLE)))
 
 
-class InputNeeded(Exception):
+class InputNeeded(AskingThePerson):
     """The call must go back to the client for a person's answer (sessionless era)."""
 
     def __init__(self, result: mt.InputRequiredResult) -> None:

@@ -52,6 +52,9 @@ _TEXT: dict[str, Any] = {"type": "string"}
 _COUNT: dict[str, Any] = {"type": "integer"}
 _OBJECT: dict[str, Any] = {"type": "object"}
 _HOLDERS = {"holders": {"type": "array"}, "holderCount": _COUNT}  # holders: names
+#: A tool's status; ``no endpoint``: a tools file's, never callable (ADR 0057). Declared once, in
+#: describe's answer (the listing's bytes are few); the reference lists every status.
+_STATUS = {"enum": ["answering", "not answering", "no endpoint", "retired"]}
 _SHOWN = {"title": _TEXT, "summary": _TEXT, "status": _TEXT}
 _ENTRY = {
     "type": "object",
@@ -253,6 +256,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     "holderCount": _COUNT,
                     "entries": {"type": "array", "items": _ENTRY},
                     "nextCursor": _TEXT,
+                    "note": _TEXT,  # why the mesh is empty: no grants
                 },
                 "required": ["address", "kind", "entries"],
             },
@@ -318,7 +322,7 @@ WALKER_TOOLS: dict[str, tuple[type[WalkerTool], dict[str, Any]]] = {
                     "outputSchema": _OBJECT,
                     "annotations": _OBJECT,
                     "confirmation": {"enum": ["none", "required", "elicit-only"]},
-                    "status": _TEXT,
+                    "status": _STATUS,
                     "contractDigest": _TEXT,
                 },
                 "required": ["address", "title", "inputSchema", "confirmation", "status"],

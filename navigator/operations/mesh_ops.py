@@ -103,4 +103,4 @@ async def mark_tool(found: Services, address: str, mark: Mark) -> dict[str, Any]
         raise InvalidArguments("A mark is auto, never, required or elicit-only.")
     machine, role, tool = parsed.holder, str(parsed.role), str(parsed.tool)
     await found.registrar.mark_tool(machine, role, tool, _STORED.get(mark, mark))
-    return {"tool": address, "confirmation": mark}
+    return {"tool": address, "confirmation": "required" if mark == "always" else mark}

@@ -25,6 +25,7 @@ from navigator.access.quotas import Quotas
 from navigator.catalog.records import CatalogTool
 from navigator.catalog.view import Catalog
 from navigator.errors import (
+    NO_ENDPOINT_MESSAGE,
     ConfirmationRequired,
     ContractChanged,
     InvalidArguments,
@@ -35,7 +36,7 @@ from navigator.nodes.connections import NodeAnswer, NodeConnections, ProgressSin
 from navigator.validation import NOT_UNICODE, CompiledSchema, SchemaCache, is_unicode_text
 from navigator.walker.allowing import GrantChecks
 from navigator.walker.confirmation import NONE as NO_CONFIRMATION
-from navigator.walker.confirmation import Confirmations, Elicitor
+from navigator.walker.confirmation import AskingThePerson, Confirmations, Elicitor
 from navigator.walker.trail import Seen, audited, record
 
 __all__ = ["SCHEMA_CACHE_WEIGHT", "WALKER_ARGUMENTS", "Calls"]
@@ -141,7 +142,7 @@ class Calls:
             compiled.validate(arguments, given_names=WALKER_ARGUMENTS)
         endpoint = tool.endpoint
         if endpoint is None:  # 5. no node to forward to, ever: no one is asked to confirm
-            raise NodeUnavailable()  # a call that cannot run (a --tools-file assignment)
+            raise NodeUnavailable(NO_ENDPOINT_MESSAGE)  # a --tools-file assignment's, ADR 0057
         silent = self.catalog.silent_since(tool.machine)
         if silent is not None:  # known not answering: at once, unless a probe finds it back
             await self.connections.probes.admit(endpoint, silent)
@@ -153,6 +154,9 @@ class Calls:
                 asked = await self.confirmations.settle(  # 4. a person's yes, if it may change
                     tool, caller, args_digest, confirm=confirm, elicitor=elicitor
                 )
+            except AskingThePerson:  # the question went back to the client with the call
+                self._confirmation(caller, tool, "asked", seen)
+                raise
             except ConfirmationRequired as error:  # a token issued is asked; anything else refused
                 self._confirmation(
                     caller, tool, "asked" if "confirm" in error.extra else "refused", seen

@@ -40,6 +40,7 @@ __all__ = [
     "ELICIT_ONLY",
     "NONE",
     "REQUIRED",
+    "AskingThePerson",
     "Confirmations",
     "Elicitor",
     "Question",
@@ -70,6 +71,11 @@ class Question:
 
     title: str
     message: str
+
+
+class AskingThePerson(Exception):
+    """The call goes back to the client for a person's answer (the sessionless era's
+    ``input_required``): a round of the call, audited as ``asked``, never an error."""
 
 
 class Elicitor(Protocol):

@@ -43,6 +43,13 @@ CURSOR_RESERVE = 1024
 _GRANT_SETS = 4096
 
 
+#: The top of the mesh for a caller no grant row allows anything (naming no principal).
+NO_GRANTS = (
+    "You hold no grants, so the mesh lists nothing for you: an operator gives them with "
+    "`meshnav grant allow`."
+)
+
+
 class Navigator:
     def __init__(
         self,
@@ -166,6 +173,8 @@ class Navigator:
         taken = fit_entries(head, "entries", entries, reserve=CURSOR_RESERVE, limit=answer_bytes)
         taken = min(taken, LIMITS.seats_page)
         result = {**head, "entries": entries[:taken]}
+        if parsed is None and not entries and not permissions.allows_any:
+            result["note"] = NO_GRANTS  # an empty mesh is no grant, not no tools
         if taken < len(entries):
             if taken == 0:
                 raise ToolSchemaTooLarge("One entry cannot fit in an answer.")

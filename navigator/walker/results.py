@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from navigator.catalog.machines import ANSWERING, NOT_ANSWERING
+from navigator.catalog.machines import collapsed_status
 from navigator.catalog.records import CatalogTool
 from navigator.catalog.view import Catalog
 from navigator.search import Hit, shown_holders
@@ -42,11 +42,9 @@ def search_result(catalog: Catalog, hit: Hit, schemas: bool) -> dict[str, Any] |
     if hit.holders:
         result["holders"] = list(hit.holders)
         result["holderCount"] = hit.holder_count
-        answering = any(  # any holder the caller may call, not only those shown
-            catalog.status_at(f"{holder}/{tool.role}/{tool.name}") == ANSWERING
-            for holder in hit.every_holder
+        result["status"] = collapsed_status(  # any holder the caller may call, not only those shown
+            {catalog.status_at(f"{holder}/{tool.role}/{tool.name}") for holder in hit.every_holder}
         )
-        result["status"] = ANSWERING if answering else NOT_ANSWERING
     if schemas:
         result["inputSchema"] = tool.input_schema
     return result

@@ -14,7 +14,7 @@ from typing import Any
 from mesh.digests import digest
 from navigator.access.grants import Permissions
 from navigator.addresses import MESH, WILDCARD, Address
-from navigator.catalog.machines import ANSWERING, NOT_ANSWERING, RETIRED
+from navigator.catalog.machines import RETIRED, collapsed_status
 from navigator.catalog.records import CatalogAssignment, CatalogTool, contracts_fingerprint
 from navigator.catalog.view import Catalog
 from navigator.errors import UnknownTool
@@ -222,10 +222,9 @@ def _node_seat(role: str, holdings: list[_Holding]) -> dict[str, Any]:
         }
         if len(group) > 1:
             shown = group[: LIMITS.collapsed_holders]
-            answering = any(h.status == ANSWERING for h, _ in group)
             entry |= {
                 "address": f"{WILDCARD}/{role}/{tool.name}",
-                "status": ANSWERING if answering else NOT_ANSWERING,
+                "status": collapsed_status({h.status for h, _ in group}),
                 "holders": [h.holder for h, _ in shown],
                 "holderCount": len(group),
             }

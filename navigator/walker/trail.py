@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from navigator.access.auditing import AuditLog
 from navigator.access.grants import Caller
 from navigator.errors import NavigatorError
+from navigator.walker.confirmation import AskingThePerson
 from registry import GrantRecord
 
 __all__ = ["Seen", "audited", "record"]
@@ -66,11 +67,15 @@ def record(
 @contextlib.contextmanager
 def audited(audit: AuditLog | None, caller: Caller, address: str, seen: Seen) -> Iterator[None]:
     """Record the call's event however it ends: ``seen.outcome`` when it answered, the §9
-    code it was refused with, ``internal_error``, or ``cancelled`` (the client went away,
-    or the navigator stops)."""
+    code it was refused with, ``asked`` (it went back to the client for a person's answer, the
+    sessionless era's ``input_required``), ``internal_error``, or ``cancelled`` (the client went
+    away, or the navigator stops)."""
     started = time.perf_counter()
     try:
         yield
+    except AskingThePerson:
+        seen.outcome = "asked"
+        raise
     except NavigatorError as error:
         seen.outcome = error.code
         raise

@@ -109,8 +109,44 @@ def test_an_operator_registers_a_tools_file_then_retires_it(
     mesh.grant("cli-admin", "cli-ext/*/*")
     found = as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")
     assert [hit["address"] for hit in found["results"]] == ["cli-ext/billing/lookup_invoice"]
+    # no endpoint to call (SPEC §13, ADR 0057): not a node that is not answering
+    assert found["results"][0]["status"] == "no endpoint"
+    called = meshnav(mesh, admin, "call", "cli-ext/billing/lookup_invoice", "--json", code=1)
+    refused = json.loads(called.stderr)
+    assert refused["error"] == "node_unavailable"
+    assert "tools file" in refused["message"] and "not answering" not in refused["message"]
     as_json(mesh, admin, "retire", "cli-ext")
     assert as_json(mesh, admin, "search", "invoice", "--within", "cli-ext/*/*")["results"] == []
+
+
+def test_an_operator_marks_a_tool_and_lists_and_removes_a_seat(
+    mesh: MeshHarness, admin: str, tmp_path: Path
+) -> None:
+    """``tool mark`` over the raw API route (``required`` the word, ``always`` kept for scripts),
+    and a seat listed and removed: there was no way to remove one."""
+    tool = {"name": "wipe", "inputSchema": {"type": "object"}}
+    register_tools_file(mesh, admin, tmp_path, "cli-mark", "files", [tool])
+    marked = as_json(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "required")
+    assert marked == {"tool": "cli-mark/files/wipe", "confirmation": "required"}
+    said = meshnav(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "auto").stdout
+    assert said == "cli-mark/files/wipe: auto\n"
+    old = httpx.put(
+        f"{mesh.navigator_url}/api/v1/tools/cli-mark/files/wipe/confirmation",
+        json={"confirmation": "always"},
+        headers={"Authorization": f"Bearer {admin}"},
+    )
+    assert old.json()["confirmation"] == "required"
+    meshnav(mesh, admin, "tool", "mark", "cli-mark/files/wipe", "sometimes", code=1)
+    as_json(mesh, admin, "seat", "place", "cli-notes", "cli-mark", "files")
+    assert as_json(mesh, admin, "seat", "list")["cli-notes"] == {
+        "machine": "cli-mark",
+        "role": "files",
+    }
+    assert "mesh/cli-notes" in meshnav(mesh, admin, "seat", "list").stdout
+    assert as_json(mesh, admin, "seat", "remove", "cli-notes") == {"removed": "mesh/cli-notes"}
+    assert "cli-notes" not in as_json(mesh, admin, "seat", "list")
+    meshnav(mesh, admin, "seat", "remove", "cli-notes", code=1)
+    as_json(mesh, admin, "retire", "cli-mark")
 
 
 @pytest.mark.parametrize(
@@ -158,7 +194,8 @@ def test_the_human_views_name_what_the_json_holds(mesh: MeshHarness, admin: str)
     grants = meshnav(mesh, admin, "grant", "list").stdout
     assert "*/*/*" in grants  # the agent's grant
     principals = meshnav(mesh, admin, "principal", "list").stdout  # was JSON without --json
-    assert "principals" in principals and "cli-admin" in principals and "mesh:admin" in principals
+    assert principals.startswith("name\tscopes\t")  # piped: tab-separated rows, header first
+    assert "cli-admin" in principals and "mesh:admin" in principals
     assert not principals.lstrip().startswith("[")
 
 
@@ -196,14 +233,14 @@ def test_text_from_the_mesh_is_drawn_as_text_not_markup(
     contract = meshnav(mesh, admin, "describe", "cli-markup/stripes/zebrafy").stdout
     assert "Zebrafy [/]" in table and "[bold]" in table  # the summary wraps at 80 columns
     assert "Zebrafy [/]" in contract
-    # a tools file registers no endpoint: nothing answers for it, wherever it is shown
+    # a tools file registers no endpoint, and says so wherever it is shown (ADR 0057)
     view = as_json(mesh, admin, "mesh", "cli-markup")
-    assert {entry["status"] for entry in view["entries"]} == {"not answering"}
+    assert {entry["status"] for entry in view["entries"]} == {"no endpoint"}
     mesh_view = httpx.get(
         f"{mesh.navigator_url}/api/v1/mesh", headers={"Authorization": f"Bearer {admin}"}
     ).json()
     (machine,) = [m for m in mesh_view["machines"] if m["name"] == "cli-markup"]
-    assert [a["status"] for a in machine["assignments"]] == ["not answering"]
+    assert [a["status"] for a in machine["assignments"]] == ["no endpoint"]
     as_json(mesh, admin, "retire", "cli-markup")
 
 

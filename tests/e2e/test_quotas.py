@@ -93,7 +93,10 @@ async def test_the_61st_call_in_a_minute_is_rate_limited_and_no_one_else_is(
         assert set(last) == {"error", "status", "message", "retryAfterS"}
         assert all("ok" in o for o in beside_outcomes), "the other principal's error rate: 0"
         # the quota changed through the CLI holds from the next call; none is no limit
-        _meshnav("principal", "quota", "limited", "--database", harness.database_url)
+        _meshnav(
+            "principal", "quota", "limited", "--rate", "none", "--concurrency", "none",
+            "--database", harness.database_url,
+        )  # fmt: skip
         assert "ok" in await _outcome(limited, UPTIME)
         shown = _meshnav("principal", "list", "--database", harness.database_url)
         assert {"name": "limited", "ratePerMinute": None, "concurrency": None}.items() <= next(

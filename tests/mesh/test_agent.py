@@ -193,7 +193,10 @@ async def test_a_module_that_never_lists_its_tools_does_not_hold_the_registratio
         finally:
             await agent.http.aclose()
     assert agent.key == b"k" * 32
-    assert [a["role"] for a in bodies[0]["assignments"]] == ["node"]
+    # registered not listing, with the cause and no tools: left out, it was retired (ADR 0057)
+    listed = [(a["role"], a.get("notListing")) for a in bodies[0]["assignments"]]
+    assert listed == [("node", None), ("hung", "timeout")]
+    assert bodies[0]["assignments"][1]["tools"] == []
 
 
 def _instance_navigator(beat: tuple[int, str]) -> tuple[Starlette, dict[str, list[Any]]]:
@@ -264,3 +267,63 @@ async def test_a_node_stopped_tells_the_navigator_which_instance_stops() -> None
             await agent.http.aclose()
     assert sent["register"][0]["replace"] is False
     assert sent["stop"] == [{"instance": agent.instance}]
+
+
+@pytest.mark.parametrize("upstream", ["refused", "401"])
+async def test_an_upstream_down_at_the_start_is_registered_not_listing_with_its_cause(
+    upstream: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue: an upstream down when the node started made its assignment ``retired`` (left out
+    of the registration), after a log line saying the node kept "its last list" — it had none —
+    and no cause. It is registered ``not listing`` with the cause, and pushed with its tools once
+    it lists them."""
+    bodies: list[dict[str, Any]] = []
+    pushed: list[dict[str, Any]] = []
+
+    async def register(request: Request) -> JSONResponse:
+        bodies.append(await request.json())
+        key = base64.b64encode(b"k" * 32).decode()
+        return JSONResponse({"key": key, "registeredAt": 1.0, "registered": [], "refused": []})
+
+    async def push(request: Request) -> JSONResponse:
+        pushed.append((await request.json())["assignment"])
+        return JSONResponse({"registered": [], "refused": []})
+
+    async def refuse(request: Request) -> Response:
+        return Response(status_code=401)
+
+    app = Starlette(
+        routes=[
+            Route("/api/v1/nodes/register", register, methods=["POST"]),
+            Route("/api/v1/nodes/n1/assignments/up", push, methods=["PUT"]),
+            Route("/mcp", refuse, methods=["GET", "POST", "DELETE"]),
+        ]
+    )
+    async with serving(app) as port:
+        url = "http://127.0.0.1:9/mcp" if upstream == "refused" else f"http://127.0.0.1:{port}/mcp"
+        spec = parse_module_spec(f"http:up={url}")
+        settings = NodeSettings(name="n1", navigator_url=f"http://127.0.0.1:{port}", token="t")
+        agent = NodeAgent(settings, [Assignment(spec, build_module(spec))], list_deadline_s=10.0)
+        try:
+            caplog.set_level("INFO", logger="meshnav")
+            with anyio.fail_after(30):
+                await agent.enrol()
+                await agent.push_changes()  # the same cause: nothing new to push
+                back = FastMCP("up")
+
+                @back.tool
+                def ping() -> str:
+                    return "pong"
+
+                agent.assignments = [Assignment(spec, back)]  # the upstream answers again
+                await agent.push_changes()
+        finally:
+            await agent.http.aclose()
+    (body,) = bodies[0]["assignments"]
+    cause = "connection refused" if upstream == "refused" else "401"
+    assert (body["notListing"], body["tools"]) == (cause, [])
+    ((back_again),) = pushed
+    assert "notListing" not in back_again and [t["name"] for t in back_again["tools"]] == ["ping"]
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert f"cannot list its tools ({cause}); not listing until it can" in said
+    assert "keeping its last list" not in said

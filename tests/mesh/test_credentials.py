@@ -140,3 +140,24 @@ async def test_a_token_is_cached_renewed_and_fetched_again_once_when_refused() -
         "resource": base + "/mcp",
         "scope": "read",
     }
+
+
+def test_a_secret_written_on_the_command_line_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A literal secret in ``--module-header`` was taken silently, where the postgres DSN's
+    password is warned of: both are read by every user of the machine (ps)."""
+    caplog.set_level("WARNING", logger="meshnav.node")
+    read_credentials(
+        headers=[
+            "gh:Authorization=Bearer ghp_literal",
+            "gh:X-Api-Key=${KEY}",
+            "gh:X-Trace=on",
+        ],
+        environ={"KEY": "from-the-environment"},
+    )
+    said = [record.getMessage() for record in caplog.records]
+    assert (
+        len(said) == 1 and "header Authorization is written on the node's command line" in said[0]
+    )
+    assert "ghp_literal" not in said[0]

@@ -404,7 +404,9 @@ async def test_retired_machines_are_not_counted_among_those_the_tools_are_on(
         )
         await console.services.registrar.retire("db2", None)
         mesh = await client.get("/")
-    assert "4 tools you may call, on 1 machine." in mesh.text  # db1's three and the seat's one
+    # db1's three and the seat's one, on web1; the sentence counts the cards beneath it (db2's
+    # retired card among them), which read "on 1 machine" above three cards
+    assert "4 tools you may call, on 2 of the 3 machines below." in mesh.text
 
 
 @pytest.mark.parametrize("who", ["root", "alice"])

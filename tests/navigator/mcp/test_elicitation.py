@@ -31,6 +31,7 @@ from navigator.mcp.elicitation import elicitor_for
 from navigator.services import Services
 from navigator.walker.confirmation import Question
 from registry import AccessStore
+from registry.audit import AuditFilter, AuditStore
 from tests.harness import serving
 from tests.navigator.inprocess import navigator_at, walker_client
 
@@ -293,3 +294,31 @@ async def test_a_confirm_token_says_why_the_tool_needs_one(tmp_path: Path) -> No
     assert reasons[0].startswith("This tool declares no read-only hint, so a call needs")
     assert reasons[1].startswith("This tool declares it may change things (it is not read-only)")
     assert all("confirm token" in reason for reason in reasons)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_question_answered_through_elicitation_is_no_error_in_the_audit_trail(
+    tmp_path: Path, mode: str
+) -> None:
+    """The sessionless era's ``input_required`` round was recorded as a call ending in
+    ``internal_error`` beside the answered confirmation and the call that ran: the round is the
+    call asking the person, recorded as ``asked``."""
+
+    async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        return mt.ElicitResult(action="accept", content={"allow": True})
+
+    async with _wiping(tmp_path) as (services, _url, ran):
+        with services.registry.transaction() as session:
+            AccessStore(session).grant("carol", "m1/r/*", effect="allow")
+        carol = Caller("carol", frozenset())
+        async with walker_client(services, carol, elicitation_handler=handler, mode=mode) as client:
+            answer = await client.call_tool_mcp(
+                "call", {"address": "m1/r/wipe", "args": {"target": "t"}}
+            )
+        await services.audit.flush(refusals=True)
+        with services.registry.read_transaction() as session:
+            events = AuditStore(session).events(AuditFilter(principal="carol"))
+    assert not answer.is_error and ran == ["t"]
+    said = sorted((event.entry.action, event.entry.outcome) for event in events)
+    rounds = [("call", "asked"), ("confirm", "asked")] if mode == "auto" else []
+    assert said == sorted([("call", "ok"), ("confirm", "answered"), *rounds])

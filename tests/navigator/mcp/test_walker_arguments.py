@@ -269,7 +269,7 @@ async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> Non
             "kind": "tool",
             "title": "Uptime",
             "summary": "How long the machine has run.",
-            "status": "not answering",  # registered without an endpoint
+            "status": "no endpoint",  # registered without an endpoint (ADR 0057)
             "holders": ["n1", "n2"],
             "holderCount": 2,
         },
@@ -278,7 +278,7 @@ async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> Non
             "kind": "tool",
             "title": "Uptime",
             "summary": "How long the machine has run, and since when.",
-            "status": "not answering",
+            "status": "no endpoint",
         },
     ]
     assert _code(missing) == "unknown_tool"
@@ -287,7 +287,7 @@ async def test_a_node_seat_listed_at_the_top_can_be_walked(tmp_path: Any) -> Non
     # holders' tools
     results = {result["address"]: result for result in found["results"]}
     assert set(results) == {"*/node/uptime", "n3/node/uptime"}
-    assert results["*/node/uptime"]["status"] == "not answering"
+    assert results["*/node/uptime"]["status"] == "no endpoint"
 
 
 async def _node_seats(mesh: Mesh, machines: list[str], tool: dict[str, Any]) -> None:
