@@ -30,8 +30,9 @@ from mesh.calltokens import CallTokenVerifier
 from mesh.digests import digest
 from mesh.errors import EnrolmentFailed, InstanceReplaced
 from mesh.handover import keep_secrets_from_children
-from mesh.instances import INSTANCE_PATH, instance_route, new_instance
+from mesh.instances import INSTANCE_PATH, READY_PATH, instance_route, new_instance, ready_route
 from mesh.lifecycle import Server, serve_until_stopped
+from mesh.listing import listing_cause, tools_list
 from mesh.modules import (
     ModuleOptions,
     ModuleSpec,
@@ -59,16 +60,6 @@ LIST_DEADLINE_S = 60.0
 #: How long a node stopping waits for the navigator to take its stop (then it stops anyway, and
 #: its machine is not answering three heartbeats later).
 STOP_NOTICE_S = 2.0
-
-
-async def tools_list(assignment: Assignment) -> list[dict[str, Any]]:
-    """The assignment's ``tools/list`` as JSON, as its server would answer it (read past the
-    middleware that lists nothing to clients: ``CallTokenMiddleware``)."""
-    tools = await assignment.server.list_tools(run_middleware=False)
-    return [
-        tool.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
-        for tool in sorted(tools, key=lambda t: t.name)
-    ]
 
 
 class NodeAgent:
@@ -325,31 +316,6 @@ class NodeAgent:
             logger.info("tool list push failed: navigator not reachable")
 
 
-def listing_cause(error: BaseException, refused: int | None = None) -> str:
-    """Why a module's server could not list its tools, in a few words an operator acts on:
-    ``connection refused``, ``401`` (``refused``: the status an upstream refused with), ``timeout``;
-    else the kind of error. Never its text, which may carry a URL's secret."""
-    if refused is not None:
-        return str(refused)
-    seen: list[BaseException] = [error]
-    visited: set[int] = set()
-    while seen:
-        found = seen.pop()
-        if id(found) in visited:  # a chain that loops
-            continue
-        visited.add(id(found))
-        if isinstance(found, ConnectionRefusedError | httpx.ConnectError):
-            return "connection refused"
-        if isinstance(found, TimeoutError | httpx.TimeoutException):
-            return "timeout"
-        if isinstance(found, httpx.HTTPStatusError):
-            return str(found.response.status_code)
-        if isinstance(found, BaseExceptionGroup):
-            seen.extend(found.exceptions)
-        seen.extend(e for e in (found.__cause__, found.__context__) if e is not None)
-    return f"failed ({type(error).__name__})"
-
-
 #: The shortest call-token key a node takes: the navigator's are 32 bytes (``NODE_KEY_BYTES``).
 KEY_BYTES = 32
 
@@ -398,7 +364,10 @@ async def serve_node(
     app = NodeApp(
         assignments,
         agent.verifier,
-        {INSTANCE_PATH: instance_route(agent.instance)},
+        {
+            INSTANCE_PATH: instance_route(agent.instance),
+            READY_PATH: ready_route(lambda: agent.registered),
+        },
         advertise_url=settings.advertise_url,
     )
     config = uvicorn.Config(

@@ -13,6 +13,9 @@ MeshError                     base of everything the node agent raises
 │                             this one stops serving and exits non-zero
 └── ServeFailed               the server stopped before it started serving (its modules'
                               lifespan failed)
+
+``error_chain`` walks an error, its causes, contexts and groups once each: what the navigator
+and the node both read a failure from (the MCP client wraps a transport's failure deeply).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ __all__ = [
     "NotEnrolled",
     "ServeFailed",
     "SignedBeforeStart",
+    "error_chain",
 ]
 
 
@@ -87,3 +91,21 @@ class InstanceReplaced(MeshError):
 class ServeFailed(MeshError):
     def __init__(self) -> None:
         super().__init__("The server stopped before it served; see the log above.")
+
+
+def error_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and every exception behind it — causes, contexts, the members of groups — each
+    once: the MCP client wraps a transport's failure in groups and in errors of its own."""
+    found: list[BaseException] = []
+    seen: set[int] = set()
+    waiting = [error]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.append(current)
+        if isinstance(current, BaseExceptionGroup):
+            waiting.extend(current.exceptions)
+        waiting.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return found

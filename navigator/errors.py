@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import registry
+from mesh.errors import error_chain
 
 __all__ = [
     "ERROR_META_KEY",
@@ -386,21 +387,3 @@ def from_registry(error: registry.RegistryError) -> RegistryAnswer:
     if isinstance(error, registry.RegistryUnavailable) and error.writes:
         return RegistryOutage(registry.UNWRITABLE)  # it may be read: a full disk, a held lock
     return RegistryOutage()
-
-
-def error_chain(error: BaseException) -> list[BaseException]:
-    """``error`` and every exception behind it — causes, contexts, the members of groups — each
-    once: the MCP client wraps a transport's failure in groups and in errors of its own."""
-    found: list[BaseException] = []
-    seen: set[int] = set()
-    waiting = [error]
-    while waiting:
-        current = waiting.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        found.append(current)
-        if isinstance(current, BaseExceptionGroup):
-            waiting.extend(current.exceptions)
-        waiting.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return found

@@ -34,7 +34,7 @@ __all__ = ["ROUTE_NAMES", "Refusals", "action", "route_name"]
 #: path under it is named ``/api/v1/(unknown)``.
 API_SEGMENTS = frozenset(
     {"mesh", "machines", "assignments", "tools", "retire", "seats", "principals", "grants"}
-    | {"audit", "nodes", "openapi.json"}
+    | {"audit", "contracts", "nodes", "openapi.json"}
 )
 #: Every name a refused request's route is recorded as.
 ROUTE_NAMES = frozenset(

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from fastmcp import Client, FastMCP
 
-from mesh.agent import tools_list
 from mesh.calltokens import META_KEY, CallTokenVerifier, sign_call_token
 from mesh.digests import arguments_digest
+from mesh.listing import tools_list
 from mesh.modules import ModuleSpec
 from mesh.server import Assignment, CallTokenMiddleware, NodeApp
 

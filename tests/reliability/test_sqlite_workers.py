@@ -59,6 +59,12 @@ def workers() -> Iterator[Workers]:
         pool.close()
 
 
+def started_since(before: set[int]) -> list[int]:
+    """This process's SQLite workers that were not there ``before``: other tests of the same
+    process may keep workers of their own."""
+    return [pid for pid in worker_pids(os.getpid()) if pid not in before]
+
+
 def job(database: Path, op: str, **fields: Any) -> dict[str, Any]:
     return {"op": op, "path": str(database), "time_limit_s": 8.0, **fields}
 
@@ -90,6 +96,7 @@ def until(condition: Callable[[], bool], within_s: float = 20.0) -> None:
 def test_a_worker_outlives_the_thread_that_started_it(workers: Workers, database: Path) -> None:
     """A thread starts the worker and then ends while another thread's statement runs in it,
     as an anyio worker thread retired after 10 s idle does."""
+    before = set(worker_pids(os.getpid()))
     ended = threading.Event()
 
     def start_then_end() -> None:
@@ -98,8 +105,8 @@ def test_a_worker_outlives_the_thread_that_started_it(workers: Workers, database
 
     starter = threading.Thread(target=start_then_end)
     starter.start()
-    until(lambda: len(worker_pids(os.getpid())) == 1)
-    (pid,) = worker_pids(os.getpid())
+    until(lambda: len(started_since(before)) == 1)
+    (pid,) = started_since(before)
     threading.Timer(0.3, ended.set).start()
     try:
         answer = workers.run(job(database, "query", sql=SLOW_READ, max_rows=1), 8.0, False)
@@ -107,7 +114,7 @@ def test_a_worker_outlives_the_thread_that_started_it(workers: Workers, database
         ended.set()
         starter.join()
     assert answer[1] == [[3000000]]
-    assert worker_pids(os.getpid()) == [pid]  # the same worker, kept for the next statement
+    assert started_since(before) == [pid]  # the same worker, kept for the next statement
 
 
 NODE = """
@@ -190,6 +197,7 @@ def test_a_write_whose_worker_dies_while_it_commits_is_whole_or_nothing_and_not_
     """A reader's open transaction holds the commit back (its file lock), so that the worker is
     killed in the middle of its commit: the caller is told the write may or may not be made, the
     database holds it whole or not at all, and nobody sends it again."""
+    before = set(worker_pids(os.getpid()))
     reader = subprocess.Popen(
         [sys.executable, "-c", READER, str(database)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
@@ -200,7 +208,7 @@ def test_a_write_whose_worker_dies_while_it_commits_is_whole_or_nothing_and_not_
             write = job(database, "execute", sql="INSERT INTO t (v) VALUES (1)", params=None)
             answer: Future[Any] = pool.submit(workers.run, write, 8.0, True)
             until(lambda: committing(database))
-            (pid,) = worker_pids(os.getpid())
+            (pid,) = started_since(before)
             os.kill(pid, signal.SIGKILL)
             with pytest.raises(ToolError) as stopped:
                 answer.result(30)
@@ -220,12 +228,13 @@ def test_a_write_whose_worker_dies_while_it_commits_is_whole_or_nothing_and_not_
 def test_a_write_whose_worker_dies_before_it_commits_changed_nothing(
     workers: Workers, database: Path
 ) -> None:
+    before = set(worker_pids(os.getpid()))
     with ThreadPoolExecutor(1) as pool:
         write = job(database, "execute", sql=SLOW_WRITE, params=None)
         answer: Future[Any] = pool.submit(workers.run, write, 8.0, True)
-        until(lambda: len(worker_pids(os.getpid())) == 1)
+        until(lambda: len(started_since(before)) == 1)
         time.sleep(0.3)
-        (pid,) = worker_pids(os.getpid())
+        (pid,) = started_since(before)
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(ToolError) as stopped:
             answer.result(30)

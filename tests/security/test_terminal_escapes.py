@@ -25,12 +25,15 @@ from tests.harness import MeshHarness
 
 pytestmark = [pytest.mark.e2e]
 
-TITLE = "Wipe\x1b[2J\x1b[31m everything"
-DESCRIPTION = "Deletes the \u202eelif\u202c files\x9b2J.\u200b Hidden\U000e0041 tag."
+# Registration refuses every other control character in a contract (SPEC §14's hidden text); a
+# carriage return is allowed there, and still moves a terminal's cursor back over what it printed.
+TITLE = "Wipe\r everything"
+DESCRIPTION = "Deletes the files.\rNothing to see here."
 #: An address a caller typed, recorded as the refused call's target.
 FORGED = "db1\x1b[2K/x/y"
-#: What a terminal obeys rather than shows; a newline is a line.
-RAW = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) != "\n"] + [
+#: What a terminal obeys rather than shows; a newline is a line, and a tab the column separator
+#: of a table piped to a script (a value's own tabs are spaces there).
+RAW = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"] + [
     "\u202e",
     "\u202c",
     "\u200b",
@@ -100,7 +103,7 @@ async def test_no_catalogue_or_audit_string_reaches_the_terminal_raw(
         assert not raw, f"meshnav {command} printed {raw} raw"
     assert escaped(TITLE) in printed["search"]
     assert escaped(TITLE) in printed["describe"]
-    assert "\\u202eelif\\u202c" in printed["describe"]
+    assert "\\x0dNothing to see" in printed["describe"]
     assert "\\x1b[2K" in printed["audit"]
     assert json.loads(printed["describe --json"])["description"] == DESCRIPTION
     # the audit trail stores a target's control characters escaped (ADR 0045): never raw again

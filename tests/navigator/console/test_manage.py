@@ -221,7 +221,7 @@ async def test_a_mark_is_required_and_the_api_keeps_always_as_its_alias(tmp_path
         route = "/api/v1/tools/db1/sqlite/query/confirmation"
         for mark in ("required", "always"):
             marked = await client.put(route, json={"confirmation": mark}, headers=headers)
-            assert marked.status_code == 200 and marked.json()["confirmation"] == mark
+            assert marked.status_code == 200 and marked.json()["confirmation"] == "required"
             root = await console.services.navigator.describe(
                 Caller("root", frozenset({"mesh:admin"})), "db1/sqlite/query"
             )
