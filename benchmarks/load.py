@@ -235,7 +235,7 @@ async def _agents(
                 if task is not None and task.cancelling():
                     raise
             except Exception:  # leaving a failed client raises, as opening one can
-                pass
+                pass  # not a stub: the loop opens a fresh client
             if done < operations:
                 await asyncio.sleep(0.2)
 

@@ -8,7 +8,7 @@ Its modules:
     reads            one-statement reads on a held SQLite connection, compiled once
     catalog          CatalogStore: changing the catalogue, each change logged
     catalog_reads    CatalogReader: reading the catalogue inside a transaction
-    retired_rows     RetiredRows: a machine held to its bounds, retired rows pruned
+    retired_rows     a machine held to its bounds, retired rows pruned (the store's methods)
     catalog_records  what the catalogue store takes and hands out
     catalog_rows     the whole catalogue read flat, streamed for a navigator's load
     changelog        the change log, its pruning mark, and what a navigator follows it with

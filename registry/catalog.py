@@ -14,14 +14,14 @@ from datetime import datetime
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from registry import changelog
+from registry import changelog, retired_rows
 from registry.audit import record_change
+from registry.catalog_reads import CatalogReader
 from registry.catalog_records import AssignmentRecord, MachineRecord, NewTool, machine_record
 from registry.contracts import Approval, settle
 from registry.errors import NODE_SEAT, Conflict, NotFound, SeatIsNodeSeat, SeatNotPlaced
 from registry.models import Assignment, Machine, NodeKey, Revision, Seat, Tool, utcnow
 from registry.node_instances import check_instance, stop_instance, take_instance
-from registry.retired_rows import RetiredRows
 
 __all__ = ["CatalogStore"]
 
@@ -31,7 +31,7 @@ NODE_KEY_BYTES = 32
 CATALOG_WRITES_LOCK = int.from_bytes(b"meshnav", "big")
 
 
-class CatalogStore(RetiredRows):
+class CatalogStore(CatalogReader):
     """Reads and changes the catalogue inside the caller's transaction: every change takes the
     catalogue writers' lock first (``_write``) and logs the machine it changed."""
 
@@ -278,6 +278,14 @@ class CatalogStore(RetiredRows):
         assignment.retired_at = utcnow()
         self.log_change(machine)
         record_change(self.session, "retire", f"{machine}/{role}")
+
+    def hold_to(self, machine: str, *, assignments: int, tools: int) -> None:
+        """``machine`` within its bounds, retired rows dropped to make room (``retired_rows``)."""
+        retired_rows.hold_to(self, machine, assignments=assignments, tools=tools)
+
+    def prune_retired(self, older_than: datetime) -> int:
+        """Forget the assignments retired before ``older_than`` (``retired_rows``)."""
+        return retired_rows.prune_retired(self, older_than)
 
     def mark_tool(self, machine: str, role: str, tool: str, confirmation: str) -> None:
         self._write()

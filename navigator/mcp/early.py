@@ -24,7 +24,7 @@ from navigator.access.quotas import Quotas
 from navigator.errors import ERROR_META_KEY, NavigatorError, error_body
 from navigator.metrics import METRICS
 from navigator.walker.sizing import compact
-from navigator.walker.trail import Seen, audited
+from navigator.walker.trail import Seen, ended
 
 __all__ = ["QuotaRefusals"]
 
@@ -75,11 +75,7 @@ class QuotaRefusals:
         address: str,
     ) -> None:
         started = time.perf_counter()
-        try:
-            with audited(self.audit, caller, address, Seen()):
-                raise refused
-        except NavigatorError:
-            pass
+        ended(self.audit, caller, address, Seen(outcome=refused.code), started)
         METRICS.observe_tool(CALL_TOOL, refused.code, time.perf_counter() - started)
         body = error_body(refused)
         result: dict[str, Any] = {

@@ -86,12 +86,18 @@ def audited(audit: AuditLog | None, caller: Caller, address: str, seen: Seen) ->
         seen.outcome = "cancelled"
         raise
     finally:
-        record(audit, caller, "call", address, seen.outcome, seen, started)
-        # a tool's address; never one the caller typed that names no tool it may call
-        logger.info(
-            "call %s by %s: %s in %.1f ms",
-            seen.address or "of no tool it may call",
-            caller.principal,
-            seen.outcome,
-            (time.perf_counter() - started) * 1000,
-        )
+        ended(audit, caller, address, seen, started)
+
+
+def ended(audit: AuditLog | None, caller: Caller, address: str, seen: Seen, started: float) -> None:
+    """A call's event recorded and its log line written, ``seen.outcome`` its outcome: the end
+    of every call, ``audited``'s and one refused before the walker (``navigator.mcp.early``)."""
+    record(audit, caller, "call", address, seen.outcome, seen, started)
+    # a tool's address; never one the caller typed that names no tool it may call
+    logger.info(
+        "call %s by %s: %s in %.1f ms",
+        seen.address or "of no tool it may call",
+        caller.principal,
+        seen.outcome,
+        (time.perf_counter() - started) * 1000,
+    )
